@@ -1,0 +1,583 @@
+"""Drive the course in a real browser: JupyterLab + Debian's Chromium via Playwright.
+
+Shared by tests/test_browser.py (does every notebook run, does every widget react?)
+and benchmarks/latency.py (how fast do they react?), so the launch code exists once.
+
+The pieces, in the order a test uses them:
+
+    with running_lab(REPO_ROOT) as lab, running_chromium() as browser:
+        page = new_lab_page(browser, lab)
+        open_notebook(page, lab, "notebooks/06_output.ipynb")
+        run_all(page, "notebooks/06_output.ipynb")
+        problems = notebook_problems(page, "notebooks/06_output.ipynb")
+        perform(page, Interaction("logit-playground", press_slider()), shots_prefix)
+
+Everything talks to JupyterLab through `window.jupyterapp` (exposed with
+--LabApp.expose_app_in_browser), not through menus and clicks: commands and the
+notebook model do not change when JupyterLab restyles its menus.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's package; Playwright's own download is blocked here
+
+# As in the machine's probe: without the background-networking flags Chromium keeps
+# trying to reach Google's hosts, which this machine's closed network refuses.
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+# JupyterLab settings that make a scripted run deterministic. They are written as
+# *default* overrides into the server's own temporary config dir, so a developer's
+# real JupyterLab settings are neither read nor changed.
+LAB_SETTING_OVERRIDES = {
+    "@jupyterlab/notebook-extension:tracker": {
+        # Otherwise a "Select Kernel" dialog can race the kernel list.
+        "autoStartDefaultKernel": True,
+        # Otherwise cells scrolled out of view are not in the DOM, and neither are their widgets.
+        "windowingMode": "none",
+    },
+    # The test runs notebooks that live in the repository: never write them back.
+    "@jupyterlab/docmanager-extension:plugin": {"autosave": False},
+    # No news or update checks (the network is closed, and their toasts can cover widgets).
+    "@jupyterlab/apputils-extension:notification": {
+        "fetchNews": "false",
+        "checkForUpdates": False,
+    },
+}
+
+SERVER_START_TIMEOUT = 60  # s; JupyterLab on 2 cores starts in about 3 s
+KERNEL_START_TIMEOUT = 60  # s
+WIDGET_RENDER_TIMEOUT = 30  # s; after the last cell has run
+INTERACTION_TIMEOUT = 10  # s; from an action on a widget to the change it must cause
+
+
+# --------------------------------------------------------------------------- availability
+
+
+def browser_unavailable_reason() -> str | None:
+    """Why the browser test cannot run here, or None if it can."""
+    if not CHROMIUM.exists():
+        return (f"{CHROMIUM} is missing: install Debian's Chromium "
+                "(apt-get install -y chromium) to run the browser test")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is not installed (pip install -r requirements.txt)"
+    return None
+
+
+# --------------------------------------------------------------------------- JupyterLab server
+
+
+def free_port() -> int:
+    """A loopback port that is free right now (the OS picks it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class LabServer:
+    """A running JupyterLab: where it listens and how to authenticate."""
+
+    url: str  # e.g. http://127.0.0.1:41234
+    token: str
+    root_dir: Path
+    process: subprocess.Popen
+    log_path: Path
+
+    def api(self, method: str, path: str) -> object:
+        """Call the Jupyter server's REST API (path like '/api/sessions'); returns parsed JSON."""
+        request = urllib.request.Request(
+            self.url + path, method=method, headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def shut_down_sessions(self) -> None:
+        """End every notebook session and its kernel, so the next notebook starts clean."""
+        for session in self.api("GET", "/api/sessions"):
+            self.api("DELETE", f"/api/sessions/{session['id']}")
+
+    def log_tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def _write_setting_overrides(config_dir: Path) -> None:
+    # jupyterlab_server reads <config dir>/labconfig/default_setting_overrides.json.
+    labconfig = config_dir / "labconfig"
+    labconfig.mkdir(parents=True)
+    (labconfig / "default_setting_overrides.json").write_text(
+        json.dumps(LAB_SETTING_OVERRIDES, indent=2))
+
+
+def _wait_until_serving(lab: LabServer) -> None:
+    deadline = time.monotonic() + SERVER_START_TIMEOUT
+    while time.monotonic() < deadline:
+        if lab.process.poll() is not None:
+            raise RuntimeError(f"JupyterLab exited at start:\n{lab.log_tail()}")
+        with contextlib.suppress(OSError):
+            lab.api("GET", "/api/status")
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"JupyterLab did not answer within {SERVER_START_TIMEOUT} s:\n{lab.log_tail()}")
+
+
+def _stop(lab: LabServer) -> None:
+    """Shut kernels down through the API (they run in their own process groups),
+    then end the server's process group, politely first."""
+    with contextlib.suppress(Exception):
+        lab.shut_down_sessions()
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(lab.process.pid, signal.SIGTERM)
+    try:
+        lab.process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(lab.process.pid, signal.SIGKILL)
+        lab.process.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def running_lab(root_dir: Path = REPO_ROOT) -> Iterator[LabServer]:
+    """Start JupyterLab serving root_dir on a free loopback port; stop it on exit.
+
+    Config, runtime, data, settings and workspace dirs are all temporary, so the run
+    neither depends on nor changes the developer's own Jupyter set-up.
+    """
+    with tempfile.TemporaryDirectory(prefix="lab-") as tmp:
+        tmp_path = Path(tmp)
+        env = dict(os.environ)
+        for name in ("config", "runtime", "data"):
+            (tmp_path / name).mkdir()
+            env[f"JUPYTER_{name.upper()}_DIR"] = str(tmp_path / name)
+        _write_setting_overrides(tmp_path / "config")
+
+        port, token = free_port(), secrets.token_hex(16)
+        command = [
+            sys.executable, "-m", "jupyterlab",
+            f"--ServerApp.root_dir={root_dir}",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}",
+            "--ServerApp.port_retries=0",
+            "--ServerApp.open_browser=False",
+            f"--IdentityProvider.token={token}",
+            f"--LabApp.user_settings_dir={tmp_path / 'settings'}",
+            f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
+            "--LabApp.expose_app_in_browser=True",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ]
+        if os.geteuid() == 0:
+            command.append("--allow-root")
+        log_path = tmp_path / "server.log"
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(
+                command, cwd=root_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True)  # its own process group, so _stop can end it all
+        lab = LabServer(f"http://127.0.0.1:{port}", token, Path(root_dir), process, log_path)
+        try:
+            _wait_until_serving(lab)
+            yield lab
+        finally:
+            _stop(lab)
+
+
+# --------------------------------------------------------------------------- Chromium
+
+
+@contextlib.contextmanager
+def running_chromium():
+    """Debian's Chromium, headless, driven by Playwright's sync API.
+
+    Playwright's launch() gives every browser a fresh temporary profile
+    (user-data dir), so no state carries over between runs.
+    """
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+# JavaScript helpers, installed in every page before JupyterLab loads. They read the
+# notebook *model* (execution counts, outputs, tags) rather than guess from the DOM.
+_PAGE_HELPERS_JS = r"""
+window.__harness = {
+  // The notebook panel open on `path`, or undefined.
+  panel(path) {
+    const app = window.jupyterapp;
+    if (!app) return undefined;
+    for (const w of app.shell.widgets('main')) {
+      if (w.context && w.context.path === path && w.content && w.sessionContext) return w;
+    }
+    return undefined;
+  },
+
+  // Code cells that Run All executes: JupyterLab skips blank ones (they keep no count).
+  codeCells(panel) {
+    return panel.content.widgets.filter(
+      c => c.model.type === 'code' && c.model.sharedModel.getSource().trim() !== '');
+  },
+
+  allowsErrors(cell) {
+    const tags = cell.model.getMetadata('tags') || [];
+    return tags.includes('raises-exception') || tags.includes('nbval-raises-exception');
+  },
+
+  // Where a notebook stands, for the Python side's polling loops.
+  state(path) {
+    const panel = this.panel(path);
+    if (!panel) return {opened: false};
+    const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
+    const cells = this.codeCells(panel);
+    return {
+      opened: true,
+      kernel: kernel ? kernel.status : 'none',
+      codeCells: cells.length,
+      unrun: cells.filter(c => c.model.executionCount === null).length,
+      // A cell error stops Run All: the cells after it never get a count.
+      stoppedByError: cells.some(c => !this.allowsErrors(c) &&
+          c.model.outputs.toJSON().some(o => o.output_type === 'error')),
+    };
+  },
+
+  // Everything that looks broken on the page, as sentences naming the cell.
+  problems(path) {
+    const traceback = /Traceback \(most recent call last\)|^\w*(Error|Exception): /m;
+    const found = [];
+    const panel = this.panel(path);
+    panel.content.widgets.forEach((cell, i) => {
+      if (cell.model.type !== 'code') return;
+      const where = `cell ${i + 1} (${cell.model.sharedModel.getSource().split('\n')[0].slice(0, 60)})`;
+      const errorsAllowed = this.allowsErrors(cell);
+      if (!errorsAllowed) {
+        for (const o of cell.model.outputs.toJSON()) {
+          if (o.output_type === 'error') found.push(`${where}: ${o.ename}: ${o.evalue}`);
+        }
+        for (const node of cell.node.querySelectorAll(
+            '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"], .jp-RenderedText')) {
+          if (traceback.test(node.innerText)) {
+            found.push(`${where}: error text in the output: ${node.innerText.slice(0, 300)}`);
+          }
+        }
+      }
+      for (const node of cell.node.querySelectorAll('.jp-OutputArea-output')) {
+        const text = node.innerText;
+        if (text.includes('Error displaying widget')) found.push(`${where}: ${text.slice(0, 200)}`);
+        if (text.includes('Loading widget...')) found.push(`${where}: a widget never finished loading`);
+        if (node.querySelector('.jupyter-widgets-error-widget')) {
+          found.push(`${where}: a widget failed to render: ${text.slice(0, 200)}`);
+        }
+      }
+    });
+    return found;
+  },
+
+  widgetsStillLoading() {
+    return [...document.querySelectorAll('.jp-OutputArea-output')]
+        .some(n => n.innerText.includes('Loading widget...'));
+  },
+
+  // Errors the kernel reports while widgets are used: an exception in a widget
+  // callback shows in no cell, only in the kernel's iopub messages.
+  kernelErrors: [],
+  watchKernel(path) {
+    const kernel = this.panel(path).sessionContext.session.kernel;
+    kernel.iopubMessage.connect((_, msg) => {
+      const c = msg.content;
+      if (msg.header.msg_type === 'error') this.kernelErrors.push(`${c.ename}: ${c.evalue}`);
+      if (msg.header.msg_type === 'stream' && c.name === 'stderr' && /Traceback/.test(c.text)) {
+        this.kernelErrors.push(c.text.slice(0, 500));
+      }
+    });
+  },
+
+  // The widget's text without slider read-outs: those change in the browser at once,
+  // before the kernel has done anything, so they would make every "text changed" pass.
+  visibleText(root) {
+    const skip = '.widget-readout, .noUi-target, script, style';
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    const parts = [];
+    while (walker.nextNode()) {
+      const node = walker.currentNode;
+      if (!node.parentElement.closest(skip)) parts.push(node.textContent);
+    }
+    return parts.join(' ').replace(/\s+/g, ' ').trim();
+  },
+};
+"""
+
+
+def new_lab_page(browser, lab: LabServer):
+    """A new page in a fresh browser context (no cookies, no storage), with the helpers."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.add_init_script(_PAGE_HELPERS_JS)
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    return page
+
+
+def close_page(page) -> None:
+    page.context.close()
+
+
+# --------------------------------------------------------------------------- notebooks
+
+
+def _poll(check: Callable[[], object], timeout: float, what: str, interval: float = 0.25):
+    """Call check() until it returns something truthy; return that, or raise TimeoutError."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"waited {timeout:g} s for {what}")
+        time.sleep(interval)
+
+
+def _state(page, path: str) -> dict:
+    return page.evaluate("(path) => window.__harness.state(path)", path)
+
+
+def _accept_kernel_dialog(page) -> None:
+    """If JupyterLab asks which kernel to start anyway, take its proposal (the notebook's)."""
+    accept = page.locator(".jp-Dialog .jp-Dialog-button.jp-mod-accept")
+    if accept.count():
+        accept.first.click()
+
+
+def open_notebook(page, lab: LabServer, path: str) -> None:
+    """Open `path` (relative to the server root) in a reset workspace; wait for an idle kernel."""
+    # ?reset starts from an empty workspace, whatever a previous page left open.
+    page.goto(f"{lab.url}/lab?reset&token={lab.token}")
+    page.wait_for_function("() => window.jupyterapp !== undefined")
+    page.evaluate("() => window.jupyterapp.restored")
+    page.evaluate(
+        "(path) => window.jupyterapp.commands.execute('docmanager:open', {path, factory: 'Notebook'})",
+        path)
+
+    def kernel_idle():
+        _accept_kernel_dialog(page)
+        state = _state(page, path)
+        return state.get("kernel") == "idle"
+
+    _poll(kernel_idle, KERNEL_START_TIMEOUT, f"the kernel of {path} to start")
+
+
+def run_all(page, path: str, timeout: float = 300) -> None:
+    """Run All, then wait until every code cell has run (or an error stopped the run)
+    and the kernel is idle."""
+    page.evaluate(
+        """(path) => {
+             const panel = window.__harness.panel(path);
+             window.jupyterapp.shell.activateById(panel.id);
+             return window.jupyterapp.commands.execute('notebook:run-all-cells');
+           }""",
+        path)
+
+    def finished():
+        state = _state(page, path)
+        return state["kernel"] == "idle" and (state["unrun"] == 0 or state["stoppedByError"])
+
+    # The kernel is idle for a moment between two queued cells: ask for two calm readings.
+    _poll(lambda: finished() and (time.sleep(0.3) or finished()), timeout, f"Run All of {path}")
+
+
+def notebook_problems(page, path: str) -> list[str]:
+    """Cells that did not run, error outputs, and widgets that failed or never rendered."""
+    try:
+        _poll(lambda: not page.evaluate("() => window.__harness.widgetsStillLoading()"),
+              WIDGET_RENDER_TIMEOUT, "widgets to render")
+    except TimeoutError:
+        pass  # reported below, cell by cell
+    problems = page.evaluate("(path) => window.__harness.problems(path)", path)
+    state = _state(page, path)
+    if state["unrun"]:
+        problems.append(f"{state['unrun']} of {state['codeCells']} code cells did not run")
+    return problems
+
+
+def watch_kernel_errors(page, path: str) -> None:
+    page.evaluate("(path) => window.__harness.watchKernel(path)", path)
+
+
+def kernel_errors(page) -> list[str]:
+    return page.evaluate("() => window.__harness.kernelErrors.splice(0)")
+
+
+# --------------------------------------------------------------------------- widgets
+#
+# Each widget of the course carries a CSS class w-<name> on its root box (set with
+# `box.add_class("w-<name>")`). An Interaction says: do this to widget <name>, then
+# this must change. Actions find their control *inside* the widget's root, so two
+# widgets with the same kind of control do not get in each other's way.
+
+
+@dataclass(frozen=True)
+class Action:
+    """Something a learner does to a widget; `run` gets the widget's root locator."""
+
+    description: str
+    run: Callable = field(compare=False)
+
+    def __str__(self) -> str:
+        return self.description
+
+
+def press_slider(key: str = "ArrowRight", times: int = 1, nth: int = 0) -> Action:
+    """Press a key on the nth slider of the widget (ArrowRight/ArrowLeft: one step;
+    PageUp/PageDown: five steps; Home/End: the ends)."""
+
+    def run(root):
+        # ipywidgets 8 draws sliders with noUiSlider: the handle is focusable and
+        # takes the arrow keys. A plain range input is the fallback.
+        handle = root.locator(".noUi-handle, input[type=range]").nth(nth)
+        for _ in range(times):
+            handle.press(key)
+
+    return Action(f"press {key}" + (f" x{times}" if times > 1 else "")
+                  + (f" on slider {nth}" if nth else ""), run)
+
+
+def click(label: str) -> Action:
+    """Click the button, toggle button, checkbox or radio button named `label`."""
+
+    def run(root):
+        roles = [root.get_by_role(role, name=label, exact=True)
+                 for role in ("button", "checkbox", "radio")]
+        control = roles[0].or_(roles[1]).or_(roles[2])
+        control.first.click()
+
+    return Action(f"click {label!r}", run)
+
+
+def type_text(text: str, nth: int = 0) -> Action:
+    """Replace the text in the nth text box of the widget, then press Enter."""
+
+    def run(root):
+        box = root.locator("input[type=text], input[type=number], textarea").nth(nth)
+        box.fill(text)
+        box.press("Enter")
+
+    return Action(f"type {text!r}", run)
+
+
+def choose(option: str, nth: int = 0) -> Action:
+    """Pick `option` (its visible label) in the nth dropdown of the widget."""
+
+    def run(root):
+        root.locator("select").nth(nth).select_option(label=option)
+
+    return Action(f"choose {option!r}", run)
+
+
+CANVAS_CHANGES = "canvas-changes"  # the pixels of the widget's <canvas> elements (ipympl plots)
+TEXT_CHANGES = "text-changes"  # the widget's visible text, slider read-outs excepted
+
+
+@dataclass(frozen=True)
+class Interaction:
+    """Do `action` to the widget with class w-<widget>; then `expect` must happen
+    within INTERACTION_TIMEOUT, and the widget's text must contain `contains` if given."""
+
+    widget: str
+    action: Action
+    expect: str = CANVAS_CHANGES
+    contains: str | None = None
+
+    def __post_init__(self):
+        if self.expect not in (CANVAS_CHANGES, TEXT_CHANGES):
+            raise ValueError(f"expect must be CANVAS_CHANGES or TEXT_CHANGES, not {self.expect!r}")
+
+    def __str__(self) -> str:
+        then = "canvas changes" if self.expect == CANVAS_CHANGES else "text changes"
+        if self.contains:
+            then += f" and shows {self.contains!r}"
+        return f"w-{self.widget}: {self.action} -> {then}"
+
+
+def widget_root(page, name: str):
+    """The root element of widget w-<name>; it must be on the page exactly once
+    (twice usually means a figure was displayed both by plt and by the widget)."""
+    root = page.locator(f".w-{name}")
+    count = root.count()
+    if count != 1:
+        raise AssertionError(f"expected one element with class w-{name} on the page, found {count}")
+    return root
+
+
+def canvas_pixels(root) -> bytes:
+    """The widget's canvases as screenshots (PNG bytes, joined): equal bytes, equal pixels."""
+    canvases = root.locator("canvas")
+    if canvases.count() == 0:
+        raise AssertionError("the widget has no <canvas> (is the notebook using %matplotlib widget?)")
+    return b"".join(canvases.nth(i).screenshot() for i in range(canvases.count()))
+
+
+def visible_text(root) -> str:
+    return root.evaluate("(el) => window.__harness.visibleText(el)")
+
+
+def perform(page, interaction: Interaction, shots_prefix: Path) -> list[str]:
+    """Do one interaction; return what went wrong (empty if all is well).
+
+    Screenshots of the widget before and after go to <shots_prefix>-before.png / -after.png.
+    """
+    root = widget_root(page, interaction.widget)
+    root.scroll_into_view_if_needed()
+    shots_prefix.parent.mkdir(parents=True, exist_ok=True)
+    root.screenshot(path=f"{shots_prefix}-before.png")
+    snapshot = canvas_pixels if interaction.expect == CANVAS_CHANGES else visible_text
+    before = snapshot(root)
+
+    interaction.action.run(root)
+
+    def changed():
+        text = visible_text(root)
+        wanted = interaction.contains is None or interaction.contains in text
+        return wanted and snapshot(root) != before
+
+    problems = []
+    try:
+        _poll(changed, INTERACTION_TIMEOUT, str(interaction), interval=0.1)
+    except TimeoutError:
+        problems.append(f"{interaction}: nothing changed within {INTERACTION_TIMEOUT} s; "
+                        f"widget text now: {visible_text(root)[:300]!r}")
+    root.screenshot(path=f"{shots_prefix}-after.png")
+    problems += [f"{interaction}: the kernel reported {e}" for e in kernel_errors(page)]
+    return problems
+
+
+def safe_name(text: str) -> str:
+    """A file-name-friendly version of text."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")

@@ -1,0 +1,119 @@
+"""Every notebook, run in JupyterLab in a real browser (Debian's Chromium).
+
+For each notebook: open it, Run All, and check that every code cell ran, no cell shows
+an error, and every widget rendered. Then do what INTERACTIONS lists for that notebook
+to its widgets, and check that each widget reacts (its plot's pixels or its text change).
+Screenshots of each widget before and after go to tests/screenshots/ (not committed).
+
+Needs /usr/bin/chromium: without it the test is skipped, except with CI=true, where it fails.
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from browser_harness import (
+    CANVAS_CHANGES,
+    REPO_ROOT,
+    TEXT_CHANGES,
+    Interaction,
+    browser_unavailable_reason,
+    click,
+    close_page,
+    new_lab_page,
+    notebook_problems,
+    open_notebook,
+    perform,
+    press_slider,
+    run_all,
+    running_chromium,
+    running_lab,
+    safe_name,
+    type_text,
+    watch_kernel_errors,
+)
+
+# What to do to each notebook's widgets, and what must change then. Entries are added
+# notebook by notebook, as its widgets are written. The key is the notebook's file name;
+# `widget` is the name in the widget root's CSS class w-<name> (box.add_class("w-<name>")).
+# Actions: press_slider(key="ArrowRight", times=1, nth=0), click(label), type_text(text, nth=0),
+# choose(option, nth=0) (all in browser_harness). expect: CANVAS_CHANGES or TEXT_CHANGES;
+# contains: a sentence the widget must show afterwards (e.g. a bad-input message).
+INTERACTIONS: dict[str, list[Interaction]] = {
+    # The harness's own self-test (tests/fixtures/widget_demo.ipynb).
+    "widget_demo.ipynb": [
+        Interaction("floor", press_slider("ArrowRight"), expect=TEXT_CHANGES),
+        Interaction("bars", press_slider("ArrowRight"), expect=CANVAS_CHANGES),
+        Interaction("bars", click("highlight"), expect=CANVAS_CHANGES),
+        Interaction("words", type_text("the zebra"), expect=TEXT_CHANGES,
+                    contains="'zebra' is not in the vocabulary"),
+    ],
+}
+
+COURSE_NOTEBOOKS = sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))
+SELF_TEST_NOTEBOOK = REPO_ROOT / "tests" / "fixtures" / "widget_demo.ipynb"
+SCREENSHOTS = REPO_ROOT / "tests" / "screenshots"
+
+
+@pytest.fixture(scope="module")
+def lab():
+    """JupyterLab serving the repository root, for the whole module."""
+    reason = browser_unavailable_reason()
+    if reason:
+        # In CI a missing browser is a broken set-up, not a reason to pass quietly.
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true and {reason}")
+        pytest.skip(reason)
+    served = _notebook_bytes()
+    with running_lab(REPO_ROOT) as server:
+        yield server
+    # Autosave is off and nothing saves; make sure the run left the notebooks as they were.
+    changed = [path for path, data in served.items() if path.read_bytes() != data]
+    for path in changed:
+        path.write_bytes(served[path])
+    assert not changed, f"the browser run modified (now restored): {changed}"
+
+
+@pytest.fixture(scope="module")
+def browser(lab):
+    with running_chromium() as chromium:
+        yield chromium
+
+
+def _notebook_bytes() -> dict[Path, bytes]:
+    return {path: path.read_bytes() for path in [*COURSE_NOTEBOOKS, SELF_TEST_NOTEBOOK]}
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize(
+    "notebook", [*COURSE_NOTEBOOKS, SELF_TEST_NOTEBOOK],
+    ids=lambda path: str(path.relative_to(REPO_ROOT)))
+def test_notebook_runs_and_widgets_react(notebook, lab, browser):
+    path = notebook.relative_to(REPO_ROOT).as_posix()
+    shots = SCREENSHOTS / notebook.stem
+    for old in shots.glob("*.png"):
+        old.unlink()
+    page = new_lab_page(browser, lab)
+    try:
+        open_notebook(page, lab, path)
+        run_all(page, path)
+        problems = notebook_problems(page, path)
+        if not problems:  # widgets are only worth poking once the notebook itself is fine
+            watch_kernel_errors(page, path)
+            for i, interaction in enumerate(INTERACTIONS.get(notebook.name, []), start=1):
+                prefix = shots / safe_name(f"{i:02d}-{interaction.widget}-{interaction.action}")
+                problems += perform(page, interaction, prefix)
+        if problems:
+            shots.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=shots / "page-at-failure.png")
+        assert not problems, f"{path}:\n  " + "\n  ".join(problems)
+    finally:
+        close_page(page)
+        lab.shut_down_sessions()
+
+
+def test_interactions_name_existing_notebooks():
+    """A typo in an INTERACTIONS key would silently test nothing."""
+    known = {path.name for path in [*COURSE_NOTEBOOKS, SELF_TEST_NOTEBOOK]}
+    assert set(INTERACTIONS) <= known, f"no such notebook: {set(INTERACTIONS) - known}"
