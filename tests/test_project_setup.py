@@ -1,0 +1,52 @@
+"""The project's set-up: the README's commands, CI, and what the notebooks can import."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from browser_harness import REPO_ROOT
+
+README = (REPO_ROOT / "README.md").read_text()
+
+
+def _fenced_commands() -> list[str]:
+    """The one-line shell commands in the README's ```sh blocks."""
+    return [block.strip() for block in re.findall(r"```sh\n(.*?)```", README, flags=re.S)]
+
+
+def test_readme_gives_two_one_line_commands_that_do_all_the_set_up():
+    commands = _fenced_commands()
+    assert len(commands) == 2, commands
+    for command in commands:
+        assert "\n" not in command, f"not one line: {command!r}"
+        assert command.startswith("python3 -m venv .venv && .venv/bin/pip install -r requirements.txt && ")
+    assert commands[0].endswith("jupyter lab notebooks/")
+    assert commands[1].endswith("python -m pytest")
+
+
+def test_ci_runs_the_readme_test_command():
+    printed = subprocess.run(
+        ["bash", ".ci/run", "--print-test-command"], cwd=REPO_ROOT,
+        capture_output=True, text=True, check=True).stdout.strip()
+    assert printed == _fenced_commands()[1]
+
+
+def test_there_are_notebooks_for_nbval_to_check():
+    # nbval collects nothing, silently, from an empty or misplaced notebooks/ folder.
+    assert sorted((REPO_ROOT / "notebooks").glob("*.ipynb")), "no notebooks/*.ipynb"
+
+
+@pytest.mark.skipif(not (REPO_ROOT / "toy_model.py").exists(), reason="no toy_model.py yet")
+def test_toy_model_imports_where_kernels_run(tmp_path):
+    # JupyterLab and nbval start kernels in notebooks/, not at the repository root, so
+    # toy_model must import from any folder: `pip install -r requirements.txt` installs
+    # it (editable) for them.
+    result = subprocess.run(
+        [sys.executable, "-c", "import toy_model; print(toy_model.__file__)"],
+        cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, (
+        "toy_model is not importable outside the repository root; run "
+        f"`pip install -r requirements.txt` (it has `-e .`):\n{result.stderr}")
+    assert result.stdout.strip() == str(REPO_ROOT / "toy_model.py")
