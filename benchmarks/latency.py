@@ -1,0 +1,249 @@
+"""How fast do the course's widgets react? Measured in the browser, not in Python.
+
+Starts JupyterLab and Debian's Chromium exactly as the browser test does (the launch
+code is shared: tests/browser_harness.py) and measures:
+
+  floor  a bare IntSlider that only sets a Label's text: from the key press on the
+         slider to the label's new text. Every widget pays at least this round trip
+         (browser -> kernel -> browser).
+  plot   a slider that updates an ipympl plot: from the key press to changed pixels
+         in the plot's <canvas>. By default the course's w-logit-playground
+         (notebooks/06_output.ipynb) and w-temperature (notebooks/07_generation.ipynb);
+         a missing notebook falls back to the self-test notebook's bar chart.
+  open + run all, for every notebook in notebooks/.
+
+The clock runs inside the page: a keydown listener stamps performance.now(), then a
+MutationObserver (text) or a requestAnimationFrame loop comparing the canvases'
+pixels (plot) stamps the change. The rAF loop sees a change at the next frame, so plot
+times are rounded up to the frame (about 16 ms).
+
+    python benchmarks/latency.py                       # defaults above
+    python benchmarks/latency.py --plot notebooks/06_output.ipynb:logit-playground --presses 40
+
+This is a script, not a test: it prints figures and fails only if it cannot measure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import platform
+import shlex
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from browser_harness import (  # noqa: E402  (needs the path above)
+    REPO_ROOT,
+    close_page,
+    new_lab_page,
+    open_notebook,
+    run_all,
+    running_chromium,
+    running_lab,
+    widget_root,
+)
+
+SELF_TEST = "tests/fixtures/widget_demo.ipynb"
+DEFAULT_FLOOR = f"{SELF_TEST}:floor"
+DEFAULT_PLOTS = ["notebooks/06_output.ipynb:logit-playground",
+                 "notebooks/07_generation.ipynb:temperature"]
+FALLBACK_PLOT = f"{SELF_TEST}:bars"
+SETTLE = 0.3  # s between presses, so that a late redraw does not count for the next press
+CHANGE_TIMEOUT_MS = 10_000
+
+# Installed in the page once per notebook. arm() returns at once; its promise,
+# window.__latency.pending, resolves with the milliseconds from the next keydown to
+# the change. Python presses the key in between, then awaits the promise.
+_LATENCY_JS = r"""
+window.__latency = {
+  arm(root, kind, timeoutMs) {
+    const read = kind === 'canvas' ? () => this.pixels(root) : () => window.__harness.visibleText(root);
+    const before = read();
+    const same = kind === 'canvas' ? (a, b) => this.samePixels(a, b) : (a, b) => a === b;
+    let pressedAt = null;
+    document.addEventListener('keydown', () => { pressedAt = performance.now(); },
+                              {capture: true, once: true});
+    this.pending = new Promise((resolve, reject) => {
+      let done = false, observer = null;
+      const finish = (value, error) => {
+        if (done) return;
+        done = true;
+        if (observer) observer.disconnect();
+        error ? reject(new Error(error)) : resolve(value);
+      };
+      const check = () => {
+        if (pressedAt !== null && !same(before, read())) finish(performance.now() - pressedAt);
+      };
+      if (kind === 'canvas') {
+        // Drawing on a canvas changes no DOM: look at its pixels once per frame.
+        const frame = () => { check(); if (!done) requestAnimationFrame(frame); };
+        requestAnimationFrame(frame);
+      } else {
+        observer = new MutationObserver(check);
+        observer.observe(root, {subtree: true, childList: true, characterData: true});
+      }
+      setTimeout(() => finish(null, `no change within ${timeoutMs} ms`), timeoutMs);
+    });
+  },
+
+  // The RGBA bytes of every canvas in the widget.
+  pixels(root) {
+    return [...root.querySelectorAll('canvas')].map(
+        c => c.width && c.height
+            ? new Uint32Array(c.getContext('2d').getImageData(0, 0, c.width, c.height).data.buffer)
+            : new Uint32Array(0));
+  },
+
+  samePixels(a, b) {
+    if (a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) {
+      if (a[i].length !== b[i].length) return false;
+      for (let j = 0; j < a[i].length; j++) if (a[i][j] !== b[i][j]) return false;
+    }
+    return true;
+  },
+};
+"""
+
+
+@dataclass
+class Target:
+    """A widget to time: w-<widget> in <notebook>, watched as 'text' or 'canvas'."""
+
+    role: str  # "floor" or "plot"
+    notebook: str  # relative to the repository root
+    widget: str
+    kind: str
+
+
+def parse_target(spec: str, role: str) -> Target:
+    notebook, _, widget = spec.partition(":")
+    if not widget:
+        raise argparse.ArgumentTypeError(f"expected NOTEBOOK:WIDGET, got {spec!r}")
+    return Target(role, notebook, widget, "text" if role == "floor" else "canvas")
+
+
+def time_key_presses(page, target: Target, presses: int) -> list[float]:
+    """Milliseconds from each key press on the widget's first slider to its change.
+
+    Presses alternate right and left, so that the slider never sticks at an end.
+    """
+    root = widget_root(page, target.widget)
+    root.scroll_into_view_if_needed()
+    page.evaluate(_LATENCY_JS)
+    handle = root.locator(".noUi-handle, input[type=range]").first
+    keys = itertools.cycle(["ArrowRight", "ArrowLeft"])
+    times = []
+    for _ in range(presses):
+        root.evaluate("(root, [kind, ms]) => window.__latency.arm(root, kind, ms)",
+                      [target.kind, CHANGE_TIMEOUT_MS])
+        handle.press(next(keys))
+        times.append(page.evaluate("() => window.__latency.pending"))
+        time.sleep(SETTLE)
+    return times
+
+
+def measure_widgets(browser, lab, targets: list[Target], presses: int) -> dict[str, list[float]]:
+    """Open each notebook once, run it, time each of its targets."""
+    results = {}
+    for notebook in dict.fromkeys(t.notebook for t in targets):
+        page = new_lab_page(browser, lab)
+        try:
+            open_notebook(page, lab, notebook)
+            run_all(page, notebook)
+            for target in (t for t in targets if t.notebook == notebook):
+                try:
+                    results[label(target)] = time_key_presses(page, target, presses)
+                except Exception as error:  # a widget not written yet: say so, go on
+                    print(f"  {label(target)}: not measured: {str(error).splitlines()[0]}")
+        finally:
+            close_page(page)
+            lab.shut_down_sessions()
+    return results
+
+
+def time_open_and_run_all(browser, lab, notebooks: list[str]) -> dict[str, tuple[float, float]]:
+    """Seconds to open each notebook (page load to idle kernel) and to run all its cells."""
+    results = {}
+    for notebook in notebooks:
+        page = new_lab_page(browser, lab)
+        try:
+            start = time.perf_counter()
+            open_notebook(page, lab, notebook)
+            opened = time.perf_counter()
+            run_all(page, notebook)
+            results[notebook] = (opened - start, time.perf_counter() - opened)
+        finally:
+            close_page(page)
+            lab.shut_down_sessions()
+    return results
+
+
+def label(target: Target) -> str:
+    return f"{target.role:5} {target.notebook} w-{target.widget}"
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    with open("/proc/cpuinfo") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return (f"{model}, {os.cpu_count()} cores; Python {platform.python_version()}, "
+            f"{platform.system()} {platform.release()}")
+
+
+def summary(times: list[float]) -> str:
+    return (f"median {statistics.median(times):6.1f} ms  "
+            f"(min {min(times):.1f}, max {max(times):.1f}, n={len(times)})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--floor", default=DEFAULT_FLOOR, metavar="NOTEBOOK:WIDGET",
+                        help=f"the bare slider -> label widget (default {DEFAULT_FLOOR})")
+    parser.add_argument("--plot", action="append", metavar="NOTEBOOK:WIDGET",
+                        help="a slider -> ipympl plot widget; repeatable "
+                             f"(default {' and '.join(DEFAULT_PLOTS)}, "
+                             f"each falling back to {FALLBACK_PLOT} if its notebook is missing)")
+    parser.add_argument("--presses", type=int, default=20, help="key presses per widget (default 20)")
+    parser.add_argument("--no-run-all", action="store_true",
+                        help="skip timing open + run all of each notebook")
+    args = parser.parse_args()
+
+    plots = args.plot or [spec if (REPO_ROOT / spec.partition(":")[0]).exists() else FALLBACK_PLOT
+                          for spec in DEFAULT_PLOTS]
+    targets = [parse_target(args.floor, "floor")]
+    targets += [parse_target(spec, "plot") for spec in dict.fromkeys(plots)]
+    notebooks = [] if args.no_run_all else [
+        p.relative_to(REPO_ROOT).as_posix() for p in sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))]
+
+    print("command:", shlex.join([Path(sys.executable).name, *sys.argv]))
+    print("machine:", machine())
+    with running_lab(REPO_ROOT) as lab, running_chromium() as browser:
+        print(f"browser: Chromium {browser.version}\n")
+        print(f"key press -> change ({args.presses} presses each):")
+        latencies = measure_widgets(browser, lab, targets, args.presses)
+        for name, times in latencies.items():
+            print(f"  {name:55} {summary(times)}")
+        floor = latencies.get(label(targets[0]))
+        for target in targets[1:]:
+            if floor and label(target) in latencies:
+                ratio = statistics.median(latencies[label(target)]) / statistics.median(floor)
+                print(f"  ratio plot/floor for w-{target.widget}: {ratio:.1f}")
+        if notebooks:
+            print("\nopen + run all:")
+            for notebook, (opened, ran) in time_open_and_run_all(browser, lab, notebooks).items():
+                print(f"  {notebook:40} open {opened:5.1f} s   run all {ran:5.1f} s")
+    if not latencies:
+        sys.exit("nothing measured")
+
+
+if __name__ == "__main__":
+    main()
