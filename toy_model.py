@@ -1,0 +1,592 @@
+"""A tiny GPT-2 you can check by hand: 12 tokens, d = 4, one block, two heads.
+
+The code is GPT-2's forward pass, step for step, in small numpy functions; the
+weights are small enough to print. The seven notebooks follow it in order:
+
+    1 Tokens       encode, decode            text -> ids
+    2 Embeddings   embed                     ids -> x          [n, 4]
+    3 Q . K . V    attention (one head)      x -> one head's output
+    4 Mask, heads  causal_mask, multi_head   x -> attention output [n, 4]
+    5 The block    layer_norm, mlp, block    x -> y            [n, 4]
+    6 Output       unembed, softmax, loss    y -> logits, p    [n, 12]
+    7 Generation   next_token_probs, sample, generate
+
+What the 4 dimensions mean. The toy's unembedding W_U (given by the course) decides
+it: each dimension of the last vector votes for a group of next tokens.
+
+    d1 "go on"    the phrase so far is complete: a verb, "the" or "." comes next
+    d2 "surface"  something you can climb onto is in play (roof, wall, "ed", "the")
+    d3 "ending"   a word or the text ends next ("ed", <|endoftext|>)
+    d4 "noun"     a noun comes next (cat, roof; dog, wall, sofa half as much)
+
+Each token's embedding points at what usually follows it ("␣cat" at d1: a verb
+comes next); attention lets "␣the" at the end find "␣climb" and add "surface";
+the MLP makes the final adjustments. Everything is an integer except the 20
+numbers of the MLP's last layer, which were fitted by tools/fit_toy.py so that the
+forward pass reproduces every figure of the course's Output page.
+
+Part 2, at the end of the file, holds the plot and widget helpers the notebooks share.
+"""
+import re
+
+import numpy as np
+
+# =============================================================================
+# Part 1: the model (numpy only)
+# =============================================================================
+
+# --- 1. Tokens ---------------------------------------------------------------
+
+VOCAB = ["the", " the", " cat", " dog", " climb", "ed",
+         " roof", " wall", " sofa", " floor", ".", "<|endoftext|>"]
+EOT = VOCAB.index("<|endoftext|>")   # 11: marks the end of a text
+DIMS = ["go on", "surface", "ending", "noun"]   # names of d1..d4, for plots
+N_CTX = 8        # the longest context the model accepts (rows of wpe)
+N_HEAD = 2
+
+
+def show(token):
+    """A token as the course prints it: the leading space made visible (" the" -> "␣the")."""
+    if isinstance(token, (int, np.integer)):
+        token = VOCAB[token]
+    return token.replace(" ", "␣")
+
+
+def encode(text):
+    """Text -> token ids, the way GPT-2 splits text (its rules, our tiny vocabulary).
+
+    The text is first cut into words, each keeping its leading space (" cat"), and
+    "<|endoftext|>" is kept whole. Each word is then covered left to right by the
+    longest vocabulary token that fits: " climbed" -> " climb" + "ed".
+    Raises ValueError naming the first part the vocabulary cannot cover.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"encode needs a string of text, not {type(text).__name__}.")
+    if text == "":
+        raise ValueError("The text is empty: type at least one word, for example 'the cat'.")
+    ids = []
+    for piece in re.findall(r"<\|endoftext\|>| ?[^\s<]+|\s+|<", text):
+        if piece == "<|endoftext|>":
+            ids.append(EOT)
+            continue
+        rest = piece
+        while rest:
+            match = max((t for t in VOCAB[:EOT] if rest.startswith(t)), key=len, default=None)
+            if match is None:
+                raise ValueError(
+                    f"The toy vocabulary has no token for {show(rest)!r} (in {show(piece)!r}). "
+                    f"It knows only: {', '.join(show(t) for t in VOCAB)}; "
+                    "lower case, one space between words, '.' straight after a word.")
+            ids.append(VOCAB.index(match))
+            rest = rest[len(match):]
+    return ids
+
+
+def decode(ids):
+    """Token ids -> text: look each id up and join the strings (spaces are part of tokens)."""
+    ids = [int(i) for i in ids]
+    bad = [i for i in ids if not 0 <= i < len(VOCAB)]
+    if bad:
+        raise ValueError(f"Token id {bad[0]} does not exist: ids run from 0 to {len(VOCAB) - 1}.")
+    return "".join(VOCAB[i] for i in ids)
+
+
+# --- 2. The weights, in GPT-2's layout ----------------------------------------
+# Rows of wte follow VOCAB. Each embedding points at what usually comes next.
+_wte = np.array([
+    #  go on  surface ending  noun
+    [0,    0,     0,     1],     # the      -> a noun
+    [0,    0,     0,     2],     # ␣the     -> a noun
+    [1,   -1,     0,     0],     # ␣cat     -> a verb, and a cat is no surface
+    [1,  -0.5,    0,     0],     # ␣dog
+    [0,    1,     1,     0],     # ␣climb   -> "ed", and something to climb
+    [1,    1,    -1,     0],     # ed       -> "the" (what was climbed)
+    [1,    0,     0,    -1],     # ␣roof    -> "."
+    [1,    0,     0,   -0.5],    # ␣wall
+    [0.5,  0,     0,    -1],     # ␣sofa
+    [1,    0,   0.5,    -1],     # ␣floor
+    [0,    0,     1,     0],     # .        -> the end
+    [-1,   0,     0,     0],     # <|endoftext|>
+], dtype=float)
+
+# Position 1 says "start of the text: the noun coming is a subject, not a surface".
+_wpe = np.zeros((N_CTX, 4))
+_wpe[0] = [0, -1, 0, 0]
+
+# Attention. c_attn.w = [W_Q | W_K | W_V], each 4 x 4; columns 0-1 are head 1, 2-3 head 2.
+_W_Q, _W_K, _W_V, _W_O = (np.zeros((4, 4)) for _ in range(4))
+# Head 1, "what was climbed?": a token expecting a noun (d4) looks for a word still
+# being finished (d2 + d3: "␣climb"), and brings back its d3 as "surface" (d2).
+_W_Q[3, 0] = 2
+_W_K[1, 0] = _W_K[2, 0] = 1
+_W_V[2, 0] = 1
+_W_O[0, 1] = 2
+# Head 2, "who is acting?": a word being finished (d3) looks for an actor (d1, "␣cat")
+# and, once the verb has its subject, lowers "go on" (d1).
+_W_Q[2, 2] = 2
+_W_K[0, 2] = 1
+_W_V[0, 2] = 1
+_W_O[2, 0] = -1
+
+# MLP: 8 hidden units, each asking one question of the normalised vector:
+# units 0-3 "is d_k on?" (+x_k), units 4-7 "is d_k off?" (-x_k), before the GELU.
+_c_fc = np.hstack([np.eye(4), -np.eye(4)])       # [4, 8]
+# Its output layer: the only fitted numbers (see tools/fit_toy.py). Rows are units;
+# units 0, 2 and 7 write nothing.
+FITTED_UNITS = [1, 3, 4, 5, 6]
+_c_proj = np.zeros((8, 4))
+_c_proj[FITTED_UNITS] = [
+    [-1.1689, 0.3228, -0.9203, 1.1962],    # unit 1: d2 on
+    [-0.2592, 0.3757, -0.1093, -0.4820],   # unit 3: d4 on
+    [0.5194, -0.5317, 0.0726, -0.4554],    # unit 4: d1 off
+    [0.2308, 0.0297, -0.0753, 0.0732],     # unit 5: d2 off
+    [0.0566, -0.6476, 0.3070, -0.5586],    # unit 6: d3 off
+]
+
+# The unembedding, given by the course: column j favours token j.
+_w_u = np.array([
+    # the ␣the ␣cat ␣dog ␣climb  ed  ␣roof ␣wall ␣sofa ␣floor  .  eot
+    [0,   1, -0.5, -0.5,   1, -0.5, -0.5,   0,    0,    0,    1, -0.5],   # d1 go on
+    [0,   1,   -1, -0.5, -0.5,   1,    1,   1,  0.5,  0.5,    0,    0],   # d2 surface
+    [0,  -1,    0,    0, -0.5,   1,    0,   0,    0, -0.5,    0,    1],   # d3 ending
+    [0, -0.5,   1,  0.5,   0,    0,    1, 0.5,  0.5,    0,   -1,    0],   # d4 noun
+])
+
+
+def _ln_params(d):
+    return {"g": np.ones(d), "b": np.zeros(d)}
+
+
+PARAMS = {
+    "wte": _wte,                                   # [V, d]     token embeddings
+    "wpe": _wpe,                                   # [n_ctx, d] position embeddings
+    "blocks": [{
+        "ln_1": _ln_params(4),
+        "attn": {"c_attn": {"w": np.hstack([_W_Q, _W_K, _W_V]), "b": np.zeros(12)},   # [d, 3d]
+                 "c_proj": {"w": _W_O, "b": np.zeros(4)}},                           # [d, d]
+        "ln_2": _ln_params(4),
+        "mlp": {"c_fc": {"w": _c_fc, "b": np.zeros(8)},                              # [d, 2d]
+                "c_proj": {"w": _c_proj, "b": np.zeros(4)}},                         # [2d, d]
+    }],
+    "ln_f": _ln_params(4),
+    "w_u": _w_u,                                   # [d, V]     the toy's own unembedding
+}
+
+
+# --- 3. The pieces of the forward pass ------------------------------------------
+
+def layer_norm(x, g, b, eps=1e-5):
+    """GPT-2's LayerNorm, row by row: subtract the mean, divide by the std, then g and b."""
+    mean = x.mean(axis=-1, keepdims=True)
+    var = x.var(axis=-1, keepdims=True)          # population variance, as GPT-2
+    return g * (x - mean) / np.sqrt(var + eps) + b
+
+
+def gelu(x):
+    """GPT-2's GELU (the tanh form): like ReLU, but smooth and slightly negative below 0."""
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def softmax(z, axis=-1):
+    """Scores -> probabilities. Subtracting the max first changes nothing (a constant
+    shift cancels) but keeps e^z finite for logits like 1000."""
+    z = np.asarray(z, dtype=float)
+    if not np.all(np.isfinite(z) | (z == -np.inf)):
+        raise ValueError("Logits must be finite numbers (NaN or +infinity found); "
+                         "any real number is allowed, even ±1000.")
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def linear(x, w, b):
+    return x @ w + b                                # [n, d_in] -> [n, d_out]
+
+
+def embed(ids, wte, wpe):
+    """ids -> x: each token's row of wte plus its position's row of wpe."""
+    return wte[ids] + wpe[:len(ids)]                # [n] -> [n, d]
+
+
+def causal_mask(n):
+    """True where row i may look at column j: itself and earlier positions only."""
+    return np.tril(np.ones((n, n), dtype=bool))     # [n, n]
+
+
+def attention(q, k, v, mask=True):
+    """One head: scores = q k^T / sqrt(d_head), softmax by row, weighted sum of v."""
+    scores = q @ k.T / np.sqrt(q.shape[-1])         # [n, n]
+    if mask:
+        scores = np.where(causal_mask(len(q)), scores, -np.inf)
+    weights = softmax(scores)                       # [n, n], rows sum to 1
+    return weights @ v, scores, weights             # [n, d_head]
+
+
+def multi_head(x, c_attn, c_proj, n_head, mask=True, trace=None):
+    """All heads side by side: project to q, k, v, split into heads, attend, concat, W_O."""
+    q, k, v = np.split(linear(x, **c_attn), 3, axis=-1)    # [n, 3d] -> 3 x [n, d]
+    qs, ks, vs = (np.split(m, n_head, axis=-1) for m in (q, k, v))   # n_head x [n, d_head]
+    heads = [attention(*qkv, mask=mask) for qkv in zip(qs, ks, vs)]
+    concat = np.hstack([out for out, _, _ in heads])       # [n, d]
+    out = linear(concat, **c_proj)                          # [n, d]
+    if trace is not None:
+        trace.update(q=q, k=k, v=v, concat=concat, attn=out,
+                     heads=[{"q": qh, "k": kh, "v": vh, "scores": s, "weights": w, "out": o}
+                            for qh, kh, vh, (o, s, w) in zip(qs, ks, vs, heads)])
+    return out
+
+
+def mlp(x, c_fc, c_proj, trace=None):
+    """Widen, GELU, narrow back: each hidden unit asks one question of the row."""
+    pre = linear(x, **c_fc)                         # [n, d] -> [n, d_mlp]
+    act = gelu(pre)
+    out = linear(act, **c_proj)                     # [n, d_mlp] -> [n, d]
+    if trace is not None:
+        trace.update(mlp_pre=pre, mlp_act=act, mlp=out)
+    return out
+
+
+def block(x, p, n_head, attention_on=True, mlp_on=True, mask=True, trace=None):
+    """Pre-LN transformer block with parameters p: h = x + attn(LN1(x)), y = h + mlp(LN2(h))."""
+    a = layer_norm(x, **p["ln_1"])                  # [n, d]
+    h = x + multi_head(a, **p["attn"], n_head=n_head, mask=mask, trace=trace) if attention_on else x
+    u = layer_norm(h, **p["ln_2"])
+    y = h + mlp(u, **p["mlp"], trace=trace) if mlp_on else h
+    if trace is not None:
+        trace.update(ln1=a, h=h, ln2=u, y=y)
+    return y                                        # [n, d]
+
+
+def unembed(f, params, tied=False):
+    """f -> logits: one dot product per vocabulary token. Tied: W_U = wte^T."""
+    w_u = params["wte"].T if tied or "w_u" not in params else params["w_u"]
+    return f @ w_u                                  # [n, d] -> [n, V]
+
+
+def check_ids(ids, n_ctx=N_CTX, vocab_size=len(VOCAB)):
+    ids = [int(i) for i in ids]
+    if not ids:
+        raise ValueError("No tokens: the model needs at least one token to predict the next.")
+    if len(ids) > n_ctx:
+        raise ValueError(f"The prompt has {len(ids)} tokens but the context holds at most {n_ctx}: "
+                         f"shorten it to {n_ctx} tokens or fewer.")
+    bad = [i for i in ids if not 0 <= i < vocab_size]
+    if bad:
+        raise ValueError(f"Token id {bad[0]} does not exist: ids run from 0 to {vocab_size - 1}.")
+    return ids
+
+
+def forward(ids, params=PARAMS, n_head=N_HEAD, attention_on=True, mlp_on=True,
+            tied=False, mask=True, trace=None):
+    """ids -> logits [n, V]. Pass a dict as trace to get every intermediate by name."""
+    ids = check_ids(ids, len(params["wpe"]), len(params["wte"]))
+    x = embed(ids, params["wte"], params["wpe"])    # [n, d]
+    y = x
+    for i, p in enumerate(params["blocks"]):
+        t = {} if trace is not None else None
+        y = block(y, p, n_head=n_head, attention_on=attention_on, mlp_on=mlp_on, mask=mask, trace=t)
+        if trace is not None:
+            trace.setdefault("blocks", []).append(t)
+    f = layer_norm(y, **params["ln_f"])            # [n, d]
+    logits = unembed(f, params, tied)               # [n, V]
+    if trace is not None:
+        trace.update(trace["blocks"][-1] if len(params["blocks"]) == 1 else {},
+                     ids=ids, x=x, y=y, f=f, logits=logits)
+    return logits
+
+
+def run(text_or_ids="the cat climbed the", **options):
+    """Everything the notebooks show, by name: x, q/k/v and weights per head, h, y, f, logits, p.
+
+    options: params, n_head, attention_on, mlp_on, tied, mask (as forward).
+    """
+    ids = encode(text_or_ids) if isinstance(text_or_ids, str) else list(text_or_ids)
+    trace = {}
+    forward(ids, trace=trace, **options)
+    trace["tokens"] = [show(i) for i in trace["ids"]]
+    trace["p"] = softmax(trace["logits"])
+    return trace
+
+
+# --- 4. The loss ---------------------------------------------------------------
+
+def cross_entropy(logits, targets):
+    """Mean of -ln p(target) over the rows: the number training makes small."""
+    p = softmax(logits)
+    return float(np.mean(-np.log(p[np.arange(len(targets)), targets])))
+
+
+# --- 5. Choosing the next token ------------------------------------------------
+
+def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None):
+    """The distribution a token is drawn from: logits / T, then keep the top k tokens
+    and/or the smallest set whose p adds up to top_p, and renormalise.
+    temperature 0 means greedy: all the probability on the largest logit."""
+    logits = np.asarray(logits, dtype=float)
+    if not np.isfinite(temperature) or temperature < 0:
+        raise ValueError(f"Temperature must be 0 (greedy) or a positive number, not {temperature}.")
+    if top_k is not None and not (float(top_k).is_integer() and 1 <= top_k):
+        raise ValueError(f"top-k must be a whole number of at least 1, not {top_k}.")
+    if top_p is not None and not 0 < top_p <= 1:
+        raise ValueError(f"top-p must be above 0 and at most 1, not {top_p}.")
+    if temperature == 0:
+        p = np.zeros(len(logits))
+        p[np.argmax(softmax(logits))] = 1.0        # softmax first: it rejects NaN
+        return p
+    p = softmax(logits / temperature)
+    keep = np.ones(len(p), dtype=bool)
+    order = np.argsort(-p, kind="stable")           # most likely first
+    if top_k is not None:
+        keep[order[int(top_k):]] = False
+    if top_p is not None:
+        before = np.cumsum(p[order]) - p[order]     # mass of the tokens ranked above
+        keep[order[before >= top_p]] = False        # keep until the mass reaches top_p
+    p = np.where(keep, p, 0.0)
+    return p / p.sum()
+
+
+def sample(p, rng):
+    """Draw one token id from p with a numpy Generator (seeded, so results repeat)."""
+    return int(rng.choice(len(p), p=p))
+
+
+def generate(prompt, temperature=0.0, top_k=None, top_p=None, seed=0, params=PARAMS, max_new=None):
+    """Pick, append, repeat: until <|endoftext|> or the context is full.
+
+    Returns a list of steps, each {"ids": context, "p": distribution, "next": chosen id}.
+    Only the last row's logits are used at each step."""
+    ids = encode(prompt) if isinstance(prompt, str) else list(prompt)
+    check_ids(ids, len(params["wpe"]), len(params["wte"]))
+    next_token_probs(np.zeros(1), temperature, top_k, top_p)     # validate the settings first
+    rng = np.random.default_rng(seed)
+    steps = []
+    while len(ids) < len(params["wpe"]) and (not ids or ids[-1] != EOT):
+        if max_new is not None and len(steps) >= max_new:
+            break
+        p = next_token_probs(forward(ids, params)[-1], temperature, top_k, top_p)
+        nxt = int(np.argmax(p)) if temperature == 0 else sample(p, rng)
+        steps.append({"ids": list(ids), "p": p, "next": nxt})
+        ids.append(nxt)
+    return steps
+
+
+# =============================================================================
+# Part 2: plot and widget helpers shared by the notebooks
+# (matplotlib and ipywidgets are needed only from here on)
+# =============================================================================
+import io                                           # noqa: E402
+
+import ipywidgets as widgets                        # noqa: E402
+import matplotlib                                   # noqa: E402
+import matplotlib.pyplot as plt                     # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg   # noqa: E402
+from matplotlib.figure import Figure                # noqa: E402
+
+# Okabe-Ito colours: distinguishable with the common kinds of colour blindness.
+BLUE, ORANGE, GREEN, VERMILION, SKY, PURPLE, YELLOW, GREY = (
+    "#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442", "#999999")
+HEAT = "cividis"                                    # heat maps: readable in colour and in grey
+TOKENS = [show(t) for t in VOCAB]
+
+
+def fmt(x, digits=3):
+    """A number as the course prints it: 3 decimals, and 0 rather than -0.000."""
+    x = float(x)
+    return f"{0.0 if abs(x) < 0.5 * 10 ** -digits else x:.{digits}f}"
+
+
+def table(rows, header=None):
+    """Rows -> a plain-text table with aligned columns (numbers formatted with fmt)."""
+    cells = [[fmt(c) if isinstance(c, (float, np.floating)) else str(c) for c in r] for r in rows]
+    if header:
+        cells.insert(0, list(header))
+    widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
+    lines = ["  ".join(c.rjust(w) if _numeric(c) else c.ljust(w) for c, w in zip(r, widths)).rstrip()
+             for r in cells]
+    if header:
+        lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _numeric(s):
+    return bool(re.fullmatch(r"[-+−]?[\d.,]+(e[-+]?\d+)?", s))
+
+
+def matrix(m, rows=None, cols=None, digits=3):
+    """A matrix as text, with row and column labels (token names, dimension names)."""
+    m = np.atleast_2d(m)
+    rows = rows if rows is not None else [""] * len(m)
+    cols = cols if cols is not None else [f"d{j + 1}" for j in range(m.shape[1])]
+    return table([[r] + [fmt(v, digits) for v in row] for r, row in zip(rows, m)], [""] + list(cols))
+
+
+def static(fig):
+    """Show a figure as a stored PNG (no kernel needed to see it; same bytes every run)."""
+    from IPython.display import Image, display
+    buf = io.BytesIO()
+    FigureCanvasAgg(fig).print_png(buf, metadata={"Software": None})
+    display(Image(buf.getvalue()))
+
+
+def new_figure(width=6.4, height=3.2, live=False):
+    """A figure for one plot. live=True: an ipympl canvas that widgets redraw in place;
+    otherwise a plain Figure meant for static()."""
+    if not live:
+        fig = Figure(figsize=(width, height), dpi=90, layout="constrained")
+        return fig, fig.subplots()
+    with plt.ioff():
+        fig = plt.figure(figsize=(width, height), dpi=90, layout="constrained")
+    fig.canvas.header_visible = False
+    fig.canvas.footer_visible = False
+    fig.canvas.toolbar_visible = False
+    fig.canvas.resizable = False
+    return fig, fig.subplots()
+
+
+def token_bars(ax, values, title, ylabel="p", labels=TOKENS, ymax=1.0, color=BLUE):
+    """A bar per token, token names on the axis. Returns the bars, to update in place."""
+    bars = ax.bar(range(len(values)), values, color=color)
+    ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
+    ax.set_title(title)
+    ax.set_ylabel(ylabel)
+    ax.set_xlabel("next token")
+    if ymax is not None:
+        ax.set_ylim(0, ymax)
+    return bars
+
+
+def set_bars(bars, values, highlight=None, color=BLUE, accent=ORANGE):
+    """Move existing bars to new heights (cheap: no new figure) and colour one of them."""
+    for i, (bar, v) in enumerate(zip(bars, values)):
+        bar.set_height(v)
+        bar.set_color(accent if i == highlight else color)
+
+
+def heatmap(ax, m, rows, cols, title, vmin=0.0, vmax=1.0, digits=2):
+    """A matrix as colours with its numbers written in; rows/cols labelled by token."""
+    im = ax.imshow(m, cmap=HEAT, vmin=vmin, vmax=vmax)
+    ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right")
+    ax.set_yticks(range(len(rows)), rows)
+    ax.set_title(title)
+    texts = [[ax.text(j, i, "", ha="center", va="center", fontsize=9) for j in range(len(cols))]
+             for i in range(len(rows))]
+    set_heatmap(im, texts, m, vmin, vmax, digits)
+    return im, texts
+
+
+def set_heatmap(im, texts, m, vmin=0.0, vmax=1.0, digits=2):
+    """Update a heatmap in place (colours and the numbers written in the cells)."""
+    im.set_data(m)
+    for i, row in enumerate(texts):
+        for j, t in enumerate(row):
+            v = m[i, j]
+            t.set_text("" if not np.isfinite(v) else f"{v:.{digits}f}")
+            t.set_color("black" if (v - vmin) / (vmax - vmin or 1) > 0.6 else "white")
+
+
+def redraw(fig):
+    fig.canvas.draw_idle()
+
+
+def panel(name, *children):
+    """The root box of a widget, tagged with CSS class w-<name> (the browser test finds it)."""
+    box = widgets.VBox(list(children))
+    box.add_class("course-widget")
+    box.add_class(f"w-{name}")
+    return box
+
+
+def message_area():
+    """Where a widget says what went wrong, in one sentence (empty when all is well)."""
+    return widgets.HTML(value="")
+
+
+def say(area, text="", ok=None):
+    """Put one sentence in a message area: ok=False in red-brown, ok=True in green."""
+    import html
+    colour = {None: "inherit", True: GREEN, False: VERMILION}[ok]
+    area.value = f'<span style="color:{colour}">{html.escape(text)}</span>' if text else ""
+
+
+def guarded(area, fn):
+    """Wrap a widget callback: a ValueError becomes one sentence in `area`; the kernel
+    and the other widgets keep working."""
+    def wrapper(*args, **kwargs):
+        try:
+            say(area)
+            return fn(*args, **kwargs)
+        except ValueError as err:
+            say(area, str(err), ok=False)
+    return wrapper
+
+
+def parse_number(text):
+    """A learner's typed number -> float, or a ValueError that says what is expected."""
+    try:
+        value = float(str(text).strip().replace("−", "-").replace(",", "."))
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number: type a decimal number such as 0.395.") from None
+    if not np.isfinite(value):
+        raise ValueError("Type an ordinary finite number (not NaN or infinity).")
+    return value
+
+
+def check_number(question, answer, tol=5e-3, hints=()):
+    """A 'check yourself' box: the learner types a number and presses Check.
+
+    hints: (wrong_value, sentence) pairs naming likely mistakes; a wrong answer near
+    one of them gets that sentence, any other wrong answer a generic nudge.
+    The answer is never shown here: it stays in the collapsed block below."""
+    box = widgets.Text(placeholder="your answer", layout=widgets.Layout(width="12em"))
+    button = widgets.Button(description="Check", button_style="info")
+    area = message_area()
+
+    def check(_=None):
+        value = parse_number(box.value)
+        if abs(value - answer) <= tol:
+            say(area, f"Right: {box.value.strip()} is correct.", ok=True)
+            return
+        for wrong, hint in hints:
+            if abs(value - wrong) <= tol:
+                say(area, f"Not quite. {hint}", ok=False)
+                return
+        say(area, "Not quite: recompute step by step and try again.", ok=False)
+
+    button.on_click(guarded(area, check))
+    box.on_submit(guarded(area, check))
+    return panel("check", widgets.HTML(f"<b>{question}</b>"), widgets.HBox([box, button]), area)
+
+
+def check_choice(question, options, answer, hints=None):
+    """A 'check yourself' multiple choice: pick an option, press Check, get right/wrong
+    and, for a wrong pick, the hint given for it in `hints` (option -> sentence)."""
+    pick = widgets.RadioButtons(options=options, value=None, layout=widgets.Layout(width="auto"))
+    button = widgets.Button(description="Check", button_style="info")
+    area = message_area()
+
+    def check(_=None):
+        if pick.value is None:
+            raise ValueError("Pick one of the options first.")
+        if pick.value == answer:
+            say(area, "Right.", ok=True)
+        else:
+            say(area, "Not quite. " + (hints or {}).get(pick.value, "Think it through once more."), ok=False)
+
+    button.on_click(guarded(area, check))
+    return panel("check", widgets.HTML(f"<b>{question}</b>"), pick, button, area)
+
+
+# --- Widgets of each notebook (each section owned by its notebook) --------------
+
+# [01 tokens]
+
+# [02 embeddings]
+
+# [03 qkv]
+
+# [04 mask and heads]
+
+# [05 block]
+
+# [06 output]
+
+# [07 generation]
