@@ -382,8 +382,11 @@ def open_notebook(page, lab: LabServer, path: str) -> None:
     page.goto(f"{lab.url}/lab?reset&token={lab.token}")
     page.wait_for_function("() => window.jupyterapp !== undefined")
     page.evaluate("() => window.jupyterapp.restored")
+    # (The command's result, the notebook widget, must not travel back to Python: it
+    # cannot be serialized. Hence the braces.)
     page.evaluate(
-        "(path) => window.jupyterapp.commands.execute('docmanager:open', {path, factory: 'Notebook'})",
+        "async (path) => { await window.jupyterapp.commands.execute("
+        "'docmanager:open', {path, factory: 'Notebook'}); }",
         path)
 
     def kernel_idle():
@@ -394,14 +397,24 @@ def open_notebook(page, lab: LabServer, path: str) -> None:
     _poll(kernel_idle, KERNEL_START_TIMEOUT, f"the kernel of {path} to start")
 
 
-def run_all(page, path: str, timeout: float = 300) -> None:
+def run_all(page, path: str, timeout: float = 120) -> None:
     """Run All, then wait until every code cell has run (or an error stopped the run)
-    and the kernel is idle."""
+    and the kernel is idle.
+
+    The stored outputs and execution counts are cleared first (in the browser only;
+    nothing is saved): otherwise a notebook saved with its outputs would look finished
+    before it started, and stale outputs would be checked instead of fresh ones.
+    """
     page.evaluate(
-        """(path) => {
-             const panel = window.__harness.panel(path);
-             window.jupyterapp.shell.activateById(panel.id);
-             return window.jupyterapp.commands.execute('notebook:run-all-cells');
+        """async (path) => {
+             const app = window.jupyterapp;
+             app.shell.activateById(window.__harness.panel(path).id);
+             await app.commands.execute('notebook:clear-all-cell-outputs');
+             // Fail now, rather than wait for a run that never starts.
+             if (!app.commands.isEnabled('notebook:run-all-cells')) {
+               throw new Error('Run All is not enabled for ' + path);
+             }
+             app.commands.execute('notebook:run-all-cells');
            }""",
         path)
 
