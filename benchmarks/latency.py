@@ -39,8 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from browser_harness import (  # noqa: E402  (needs the path above)
     REPO_ROOT,
-    close_page,
-    new_lab_page,
+    lab_page,
     open_notebook,
     run_all,
     running_chromium,
@@ -152,8 +151,7 @@ def measure_widgets(browser, lab, targets: list[Target], presses: int) -> dict[s
     """Open each notebook once, run it, time each of its targets."""
     results = {}
     for notebook in dict.fromkeys(t.notebook for t in targets):
-        page = new_lab_page(browser, lab)
-        try:
+        with lab_page(browser, lab) as page:
             open_notebook(page, lab, notebook)
             run_all(page, notebook)
             for target in (t for t in targets if t.notebook == notebook):
@@ -161,9 +159,6 @@ def measure_widgets(browser, lab, targets: list[Target], presses: int) -> dict[s
                     results[label(target)] = time_key_presses(page, target, presses)
                 except Exception as error:  # a widget not written yet: say so, go on
                     print(f"  {label(target)}: not measured: {str(error).splitlines()[0]}")
-        finally:
-            close_page(page)
-            lab.shut_down_sessions()
     return results
 
 
@@ -171,16 +166,12 @@ def time_open_and_run_all(browser, lab, notebooks: list[str]) -> dict[str, tuple
     """Seconds to open each notebook (page load to idle kernel) and to run all its cells."""
     results = {}
     for notebook in notebooks:
-        page = new_lab_page(browser, lab)
-        try:
+        with lab_page(browser, lab) as page:
             start = time.perf_counter()
             open_notebook(page, lab, notebook)
             opened = time.perf_counter()
             run_all(page, notebook)
             results[notebook] = (opened - start, time.perf_counter() - opened)
-        finally:
-            close_page(page)
-            lab.shut_down_sessions()
     return results
 
 

@@ -6,11 +6,11 @@ and benchmarks/latency.py (how fast do they react?), so the launch code exists o
 The pieces, in the order a test uses them:
 
     with running_lab(REPO_ROOT) as lab, running_chromium() as browser:
-        page = new_lab_page(browser, lab)
-        open_notebook(page, lab, "notebooks/06_output.ipynb")
-        run_all(page, "notebooks/06_output.ipynb")
-        problems = notebook_problems(page, "notebooks/06_output.ipynb")
-        perform(page, Interaction("logit-playground", press_slider()), shots_prefix)
+        with lab_page(browser, lab) as page:
+            open_notebook(page, lab, "notebooks/06_output.ipynb")
+            run_all(page, "notebooks/06_output.ipynb")
+            problems = notebook_problems(page, "notebooks/06_output.ipynb")
+            perform(page, Interaction("logit-playground", press_slider()), shots_prefix)
 
 Everything talks to JupyterLab through `window.jupyterapp` (exposed with
 --LabApp.expose_app_in_browser), not through menus and clicks: commands and the
@@ -337,17 +337,22 @@ window.__harness = {
 """
 
 
-def new_lab_page(browser, lab: LabServer):
-    """A new page in a fresh browser context (no cookies, no storage), with the helpers."""
+@contextlib.contextmanager
+def lab_page(browser, lab: LabServer):
+    """A page in a fresh browser context (no cookies, no storage), with the helpers.
+
+    On exit the page goes, and so do all notebook sessions and kernels, so the next
+    notebook starts clean.
+    """
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     context.add_init_script(_PAGE_HELPERS_JS)
     page = context.new_page()
     page.set_default_timeout(30_000)
-    return page
-
-
-def close_page(page) -> None:
-    page.context.close()
+    try:
+        yield page
+    finally:
+        context.close()
+        lab.shut_down_sessions()
 
 
 # --------------------------------------------------------------------------- notebooks
@@ -566,7 +571,10 @@ def perform(page, interaction: Interaction, shots_prefix: Path) -> list[str]:
 
     Screenshots of the widget before and after go to <shots_prefix>-before.png / -after.png.
     """
-    root = widget_root(page, interaction.widget)
+    try:
+        root = widget_root(page, interaction.widget)
+    except AssertionError as missing:
+        return [f"{interaction}: {missing}"]
     root.scroll_into_view_if_needed()
     shots_prefix.parent.mkdir(parents=True, exist_ok=True)
     root.screenshot(path=f"{shots_prefix}-before.png")
