@@ -136,11 +136,11 @@ _c_fc = np.hstack([np.eye(4), -np.eye(4)])       # [4, 8]
 FITTED_UNITS = [1, 3, 4, 5, 6]
 _c_proj = np.zeros((8, 4))
 _c_proj[FITTED_UNITS] = [
-    [-1.1689, 0.3228, -0.9203, 1.1962],    # unit 1: d2 on
+    [-1.1689, 0.3228, -0.9204, 1.1962],    # unit 1: d2 on
     [-0.2592, 0.3757, -0.1093, -0.4820],   # unit 3: d4 on
-    [0.5194, -0.5317, 0.0726, -0.4554],    # unit 4: d1 off
-    [0.2308, 0.0297, -0.0753, 0.0732],     # unit 5: d2 off
-    [0.0566, -0.6476, 0.3070, -0.5586],    # unit 6: d3 off
+    [0.5195, -0.5317, 0.0725, -0.4552],    # unit 4: d1 off
+    [0.2307, 0.0297, -0.0753, 0.0732],     # unit 5: d2 off
+    [0.0565, -0.6475, 0.3071, -0.5586],    # unit 6: d3 off
 ]
 
 # The unembedding, given by the course: column j favours token j.

@@ -1,0 +1,339 @@
+"""toy_model.py: the Output page's figures, invariants, an independent reference, bad input."""
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import toy_model as tm
+
+TEXT = "the cat climbed the"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# --- The figures of the Output page, typed from the spec ------------------------------
+
+def _figures(dtype):
+    """Every figure of the page, computed by the model (float64 or float32 throughout)."""
+    params = _cast(tm.PARAMS, dtype)
+    r = {}
+    tm.forward(tm.encode(TEXT), params, trace=r)
+    y5 = r["y"][-1]
+    z = r["logits"][-1]
+    e = np.exp(z)
+    p = e / e.sum()
+    figs = {f"y5[{i}]": y5[i] for i in range(4)}
+    figs.update({"mean": y5.mean(), "sum": y5.sum(), "std": y5.std()})
+    figs.update({f"f5[{i}]": r["f"][-1][i] for i in range(4)})
+    for j, tok in enumerate(tm.VOCAB):
+        figs.update({f"z {tm.show(tok)}": z[j], f"e^z {tm.show(tok)}": e[j], f"p {tm.show(tok)}": p[j]})
+    figs["sum e^z"] = e.sum()
+    targets = tm.encode(TEXT)[1:] + [tm.VOCAB.index(" roof")]
+    probs = tm.softmax(r["logits"])
+    for i, t in enumerate(targets):
+        figs[f"row {i + 1} p(target)"] = probs[i, t]
+        figs[f"row {i + 1} -ln p"] = -np.log(probs[i, t])
+    figs["mean loss"] = np.mean([-np.log(probs[i, t]) for i, t in enumerate(targets)])
+    off = tm.softmax(tm.forward(tm.encode(TEXT), params, attention_on=False)[-1])
+    for tok in (" cat", " dog", " roof"):
+        figs[f"attention off p {tm.show(tok)}"] = off[tm.VOCAB.index(tok)]
+    return figs
+
+
+def _cast(tree, dtype):
+    if isinstance(tree, dict):
+        return {k: _cast(v, dtype) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [_cast(v, dtype) for v in tree]
+    return np.asarray(tree, dtype=dtype)
+
+
+PAGE = {
+    "y5[0]": -0.436, "y5[1]": 1.551, "y5[2]": -0.461, "y5[3]": 1.698,
+    "mean": 0.588, "sum": 2.352, "std": 1.038,
+    "f5[0]": -0.987, "f5[1]": 0.928, "f5[2]": -1.011, "f5[3]": 1.069,
+    "sum e^z": 30.521,
+    "row 1 p(target)": 0.500, "row 1 -ln p": 0.693,
+    "row 2 p(target)": 0.444, "row 2 -ln p": 0.811,
+    "row 3 p(target)": 0.274, "row 3 -ln p": 1.295,
+    "row 4 p(target)": 0.311, "row 4 -ln p": 1.169,
+    "row 5 p(target)": 0.395, "row 5 -ln p": 0.928,
+    "mean loss": 0.979,
+    "attention off p ␣cat": 0.455, "attention off p ␣dog": 0.143, "attention off p ␣roof": 0.143,
+}
+for tok, z, e, p in [("␣roof", 2.491, 12.069, 0.395), ("␣wall", 1.463, 4.318, 0.141),
+                     ("␣sofa", 0.999, 2.715, 0.089), ("␣floor", 0.970, 2.637, 0.086),
+                     ("␣cat", 0.634, 1.886, 0.062), ("␣dog", 0.564, 1.757, 0.058),
+                     ("␣the", 0.418, 1.519, 0.050), ("ed", 0.410, 1.507, 0.049),
+                     ("the", 0, 1, 0.033), ("<|endoftext|>", -0.518, 0.596, 0.020),
+                     ("␣climb", -0.945, 0.389, 0.013), (".", -2.056, 0.128, 0.004)]:
+    PAGE.update({f"z {tok}": z, f"e^z {tok}": e, f"p {tok}": p})
+
+FIGS = {np.float64: _figures(np.float64), np.float32: _figures(np.float32)}
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
+@pytest.mark.parametrize("name", sorted(PAGE))
+def test_page_figure(name, dtype):
+    assert abs(FIGS[dtype][name] - PAGE[name]) < 5e-4, f"{name}: {FIGS[dtype][name]:.6f} vs {PAGE[name]}"
+
+
+def test_most_likely_token_at_every_position():
+    p = tm.run(TEXT)["p"]
+    assert [tm.show(int(i)) for i in p.argmax(1)] == ["␣cat", "␣climb", "ed", "␣the", "␣roof"]
+
+
+def test_sorted_order_of_the_last_row():
+    z = tm.run(TEXT)["logits"][-1]
+    order = [tm.show(int(j)) for j in np.argsort(-z)]
+    assert order == ["␣roof", "␣wall", "␣sofa", "␣floor", "␣cat", "␣dog", "␣the", "ed", "the",
+                     "<|endoftext|>", "␣climb", "."]
+
+
+def test_uniform_guess_is_ln_12():
+    assert round(math.log(12), 3) == 2.485
+
+
+def test_tied_weights_favour_the_token_itself():
+    p = tm.run(TEXT, tied=True)["p"][-1]
+    assert tm.VOCAB[int(p.argmax())] == " the"
+
+
+def test_attention_off_is_ln_of_d4_alone():
+    """With h = x, the last row's p over all 12 tokens is, at the page's precision, that of
+    f = LN of a vector along d4 alone (the spec's note)."""
+    p = tm.run(TEXT, attention_on=False)["p"][-1]
+    along_d4 = tm.softmax(tm.layer_norm(np.array([0, 0, 0, 1.0]), 1, 0) @ tm.PARAMS["w_u"])
+    assert np.abs(p - along_d4).max() < 5e-4
+
+
+def test_greedy_generation_ends_cleanly():
+    steps = tm.generate(TEXT)
+    assert [tm.VOCAB[s["next"]] for s in steps] == [" roof", ".", "<|endoftext|>"]
+    assert tm.decode(tm.encode(TEXT) + [s["next"] for s in steps]) == \
+        "the cat climbed the roof.<|endoftext|>"
+
+
+# --- An independent reference: the same GPT-2, written with plain loops ---------------
+
+def reference_forward(ids, params, n_head):
+    """GPT-2's forward pass written again, position by position and head by head."""
+    def ln(v, g, b):
+        mu = sum(v) / len(v)
+        var = sum((a - mu) ** 2 for a in v) / len(v)
+        return [gi * (a - mu) / math.sqrt(var + 1e-5) + bi for a, gi, bi in zip(v, g, b)]
+
+    def matvec(v, w, b):
+        return [sum(v[i] * w[i][j] for i in range(len(v))) + b[j] for j in range(len(b))]
+
+    def gelu(a):
+        return 0.5 * a * (1 + math.tanh(math.sqrt(2 / math.pi) * (a + 0.044715 * a ** 3)))
+
+    xs = [[float(a + b) for a, b in zip(params["wte"][t], params["wpe"][i])] for i, t in enumerate(ids)]
+    d = len(xs[0])
+    dh = d // n_head
+    for p in params["blocks"]:
+        c = p["attn"]["c_attn"]
+        qkv = [matvec(ln(x, p["ln_1"]["g"], p["ln_1"]["b"]), c["w"], c["b"]) for x in xs]
+        new = []
+        for i in range(len(xs)):
+            concat = []
+            for hd in range(n_head):
+                q = qkv[i][hd * dh:(hd + 1) * dh]
+                scores = [sum(a * b for a, b in zip(q, qkv[j][d + hd * dh:d + (hd + 1) * dh])) / math.sqrt(dh)
+                          for j in range(i + 1)]                      # only j <= i: causal
+                m = max(scores)
+                w = [math.exp(s - m) for s in scores]
+                w = [a / sum(w) for a in w]
+                concat += [sum(w[j] * qkv[j][2 * d + hd * dh + k] for j in range(i + 1)) for k in range(dh)]
+            a = matvec(concat, p["attn"]["c_proj"]["w"], p["attn"]["c_proj"]["b"])
+            h = [xa + aa for xa, aa in zip(xs[i], a)]
+            u = ln(h, p["ln_2"]["g"], p["ln_2"]["b"])
+            hid = [gelu(v) for v in matvec(u, p["mlp"]["c_fc"]["w"], p["mlp"]["c_fc"]["b"])]
+            m = matvec(hid, p["mlp"]["c_proj"]["w"], p["mlp"]["c_proj"]["b"])
+            new.append([ha + ma for ha, ma in zip(h, m)])
+        xs = new
+    w_u = params.get("w_u")
+    w_u = np.asarray(params["wte"]).T if w_u is None else w_u
+    return np.array([matvec(ln(x, params["ln_f"]["g"], params["ln_f"]["b"]), w_u, [0.0] * len(w_u[0]))
+                     for x in xs])
+
+
+def random_params(rng, vocab, n_ctx, d, n_layer, scale=0.5):
+    def lin(a, b):
+        return {"w": rng.normal(0, scale, (a, b)), "b": rng.normal(0, scale, b)}
+
+    def norm(n):
+        return {"g": 1 + rng.normal(0, 0.1, n), "b": rng.normal(0, 0.1, n)}
+    return {"wte": rng.normal(0, 1, (vocab, d)), "wpe": rng.normal(0, 1, (n_ctx, d)),
+            "blocks": [{"ln_1": norm(d), "attn": {"c_attn": lin(d, 3 * d), "c_proj": lin(d, d)},
+                        "ln_2": norm(d), "mlp": {"c_fc": lin(d, 4 * d), "c_proj": lin(4 * d, d)}}
+                       for _ in range(n_layer)],
+            "ln_f": norm(d)}
+
+
+def test_matches_the_loop_reference_on_the_toy():
+    ids = tm.encode("the cat climbed the roof.")
+    assert np.allclose(tm.forward(ids), reference_forward(ids, tm.PARAMS, tm.N_HEAD), atol=1e-12)
+
+
+def test_matches_the_loop_reference_on_random_weights():
+    """Random gains, biases and three blocks: every part of the layout is exercised."""
+    rng = np.random.default_rng(0)
+    params = random_params(rng, vocab=7, n_ctx=6, d=8, n_layer=3)
+    ids = [3, 1, 4, 1, 5, 6]
+    assert np.allclose(tm.forward(ids, params, n_head=4), reference_forward(ids, params, 4), atol=1e-10)
+
+
+def test_runs_gpt2_small_shapes():
+    """The same code on GPT-2 small's shapes: 12 blocks, 12 heads, d = 768, V = 50,257, tied."""
+    rng = np.random.default_rng(1)
+    params = random_params(rng, vocab=50257, n_ctx=1024, d=768, n_layer=12, scale=0.02)
+    ids = [464, 3797, 19496, 262]
+    logits = tm.forward(ids, params, n_head=12)
+    assert logits.shape == (4, 50257) and np.isfinite(logits).all()
+    changed = tm.forward(ids[:3] + [1000], params, n_head=12)
+    assert np.allclose(logits[:3], changed[:3], atol=1e-9)      # causality
+    assert not np.allclose(logits[3], changed[3])
+
+
+# --- Invariants -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("shift", [-1000.0, -3.0, 0.5, 10.0, 1000.0])
+def test_softmax_ignores_a_constant_shift(shift):
+    z = tm.run(TEXT)["logits"][-1]
+    assert np.allclose(tm.softmax(z + shift), tm.softmax(z), atol=1e-12)
+
+
+def test_p_sums_to_one_on_every_row():
+    assert np.allclose(tm.run(TEXT)["p"].sum(1), 1)
+
+
+@pytest.mark.parametrize("j", range(5))
+def test_changing_a_token_never_changes_an_earlier_row(j):
+    ids = tm.encode(TEXT)
+    for other in range(len(tm.VOCAB)):
+        changed = ids[:j] + [other] + ids[j + 1:]
+        assert np.allclose(tm.forward(ids)[:j], tm.forward(changed)[:j], atol=1e-12)
+
+
+@pytest.mark.parametrize("head", [0, 1])
+def test_attention_rows_sum_to_one_and_hide_the_future(head):
+    w = tm.run(TEXT)["heads"][head]["weights"]
+    assert np.allclose(w.sum(1), 1) and np.all(w[np.triu_indices(5, 1)] == 0)
+
+
+def test_mask_off_lets_the_future_leak():
+    w = tm.run(TEXT, mask=False)["heads"][0]["weights"]
+    assert w[0, 1:].sum() > 0.1
+
+
+def test_layer_norm_has_mean_0_and_std_1():
+    f = tm.run(TEXT)["f"]
+    assert np.allclose(f.mean(1), 0) and np.allclose(f.std(1), 1, atol=1e-4)
+
+
+@pytest.mark.parametrize("text", ["the cat climbed the", "the dog climbed the wall.",
+                                  " the sofa.<|endoftext|>the floor", "edthe", "the cat climbed the roof."])
+def test_decode_inverts_encode(text):
+    assert tm.decode(tm.encode(text)) == text
+
+
+def test_random_texts_from_the_vocabulary_round_trip():
+    rng = np.random.default_rng(2)
+    for _ in range(200):
+        text = "".join(tm.VOCAB[i] for i in rng.integers(0, 12, rng.integers(1, 9)))
+        assert tm.decode(tm.encode(text)) == text
+
+
+def test_climbed_is_two_tokens():
+    assert [tm.show(i) for i in tm.encode(TEXT)] == ["the", "␣cat", "␣climb", "ed", "␣the"]
+
+
+def test_temperature_zero_is_greedy_and_top_k_one_too():
+    z = tm.run(TEXT)["logits"][-1]
+    greedy = tm.next_token_probs(z, 0)
+    assert greedy.max() == 1 and tm.VOCAB[int(greedy.argmax())] == " roof"
+    assert np.array_equal(tm.next_token_probs(z, 1.0, top_k=1), greedy)
+
+
+def test_high_temperature_approaches_uniform():
+    z = tm.run(TEXT)["logits"][-1]
+    assert np.allclose(tm.next_token_probs(z, 1e6), 1 / 12, atol=1e-5)
+
+
+def test_top_k_and_top_p_keep_the_right_tokens():
+    z = tm.run(TEXT)["logits"][-1]
+    p = tm.softmax(z)
+    k3 = tm.next_token_probs(z, 1.0, top_k=3)
+    assert np.count_nonzero(k3) == 3 and np.isclose(k3.sum(), 1)
+    assert np.allclose(k3[k3 > 0], p[k3 > 0] / p[k3 > 0].sum())
+    nucleus = tm.next_token_probs(z, 1.0, top_p=0.5)       # ␣roof 0.395 + ␣wall 0.141 reach 0.5
+    assert [tm.show(int(j)) for j in np.nonzero(nucleus)[0]] == ["␣roof", "␣wall"]
+    assert np.allclose(tm.next_token_probs(z, 1.0, top_p=1.0), p, rtol=0, atol=1e-15)
+
+
+def test_sampling_with_a_seed_repeats():
+    a = tm.generate(TEXT, temperature=1.5, seed=4)
+    b = tm.generate(TEXT, temperature=1.5, seed=4)
+    assert [s["next"] for s in a] == [s["next"] for s in b]
+
+
+def test_sampling_follows_p():
+    p = tm.run(TEXT)["p"][-1]
+    rng = np.random.default_rng(0)
+    counts = np.bincount([tm.sample(p, rng) for _ in range(20000)], minlength=12) / 20000
+    assert np.abs(counts - p).max() < 0.015
+
+
+def test_cross_entropy_is_the_mean_of_minus_ln_p():
+    r = tm.run(TEXT)
+    targets = tm.encode(TEXT)[1:] + [tm.VOCAB.index(" roof")]
+    assert np.isclose(tm.cross_entropy(r["logits"], targets),
+                      np.mean(-np.log(r["p"][np.arange(5), targets])))
+
+
+# --- Bad input: a clear ValueError that says what is allowed, or a finite right answer ---
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: tm.encode(""), "empty"),
+    (lambda: tm.encode("the cat jumped"), "jumped"),
+    (lambda: tm.encode("The cat"), "The"),
+    (lambda: tm.encode("the  cat"), "␣␣"),
+    (lambda: tm.forward(tm.encode("the cat climbed the roof. the cat climbed")), "at most 8"),
+    (lambda: tm.forward([]), "at least one token"),
+    (lambda: tm.forward([0, 12]), "ids run from 0 to 11"),
+    (lambda: tm.forward([-1]), "ids run from 0 to 11"),
+    (lambda: tm.decode([3, 99]), "ids run from 0 to 11"),
+    (lambda: tm.next_token_probs(np.zeros(12), -1), "positive"),
+    (lambda: tm.next_token_probs(np.zeros(12), float("nan")), "positive"),
+    (lambda: tm.next_token_probs(np.zeros(12), 1, top_k=0), "at least 1"),
+    (lambda: tm.next_token_probs(np.zeros(12), 1, top_k=2.5), "whole number"),
+    (lambda: tm.next_token_probs(np.zeros(12), 1, top_p=0), "above 0 and at most 1"),
+    (lambda: tm.next_token_probs(np.zeros(12), 1, top_p=1.5), "above 0 and at most 1"),
+    (lambda: tm.softmax([0.0, float("nan")]), "NaN"),
+    (lambda: tm.next_token_probs([0.0, float("nan")], 0), "NaN"),
+    (lambda: tm.softmax([0.0, float("inf")]), "finite"),
+    (lambda: tm.generate("the cat", temperature=-2), "positive"),
+])
+def test_bad_input_gets_a_clear_message(call, words):
+    with pytest.raises(ValueError, match=words.replace(".", r"\.")):
+        call()
+
+
+def test_huge_logits_stay_finite():
+    p = tm.softmax(np.array([1000.0, -1000.0, 0.0, 999.0]))
+    assert np.isfinite(p).all() and np.isclose(p.sum(), 1)
+    assert np.isclose(p[0], 1 / (1 + math.exp(-1)))
+
+
+# --- The fit can be rerun ------------------------------------------------------------
+
+@pytest.mark.slow
+def test_fit_script_reproduces_the_fitted_numbers():
+    """tools/fit_toy.py, rerun from scratch, gives exactly the 20 numbers in toy_model.py."""
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "fit_toy.py"), "--check"],
+                         capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stdout + out.stderr
