@@ -113,7 +113,10 @@ def row_target(f0, token, p, lead=0.1):
         d = np.cos(phi) * basis[0] + np.sin(phi) * basis[1]
         gap = lambda t: tm.softmax(unit_direction(f0 + t * d) @ W_U)[token] - p   # noqa: E731
         ts = np.linspace(0, 3, 301)
-        gaps = np.array([gap(t) for t in ts])
+        dirs = f0 + ts[:, None] * d                              # all 301 steps at once
+        dirs = dirs - dirs.mean(1, keepdims=True)
+        dirs = 2 * dirs / np.linalg.norm(dirs, axis=1, keepdims=True)
+        gaps = tm.softmax(dirs @ W_U)[:, token] - p
         crossing = np.nonzero(np.sign(gaps[:-1]) != np.sign(gaps[1:]))[0]
         if not len(crossing):
             continue
