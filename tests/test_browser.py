@@ -19,6 +19,7 @@ from browser_harness import (
     TEXT_CHANGES,
     Interaction,
     browser_unavailable_reason,
+    choose,
     click,
     lab_page,
     notebook_problems,
@@ -47,6 +48,37 @@ INTERACTIONS: dict[str, list[Interaction]] = {
         Interaction("bars", click("highlight"), expect=CANVAS_CHANGES),
         Interaction("words", type_text("the zebra"), expect=TEXT_CHANGES,
                     contains="'zebra' is not in the vocabulary"),
+    ],
+    "01_tokens.ipynb": [
+        Interaction("tokenizer", type_text("the dog climbed the wall."), expect=TEXT_CHANGES,
+                    contains="7 tokens"),
+        Interaction("tokenizer", type_text("the cat jumped"), expect=TEXT_CHANGES,
+                    contains="has no token for"),
+    ],
+    "02_embeddings.ipynb": [
+        Interaction("embedding-scatter", choose("d1 go on"), expect=CANVAS_CHANGES),
+        Interaction("embedding-scatter", click("add positions"), expect=CANVAS_CHANGES),
+    ],
+    "03_qkv.ipynb": [
+        Interaction("query-picker", click("4 ed"), expect=CANVAS_CHANGES),
+        Interaction("query-picker", type_text("6"), expect=TEXT_CHANGES,
+                    contains="Positions run from 1 to 5"),
+    ],
+    "04_mask_and_heads.ipynb": [
+        Interaction("mask-heads", click("causal mask"), expect=CANVAS_CHANGES),
+        Interaction("mask-heads", click("head 2"), expect=TEXT_CHANGES),
+    ],
+    "05_block.ipynb": [
+        Interaction("block-branches", click("attention branch"), expect=CANVAS_CHANGES),
+        Interaction("block-branches", click("MLP branch"), expect=TEXT_CHANGES),
+    ],
+    "07_generation.ipynb": [
+        Interaction("temperature", press_slider("ArrowRight"), expect=CANVAS_CHANGES),
+        Interaction("temperature", type_text("1.5", nth=2), expect=TEXT_CHANGES,
+                    contains="top-p must be above 0"),
+        Interaction("generate-steps", click("next token"), expect=CANVAS_CHANGES),
+        Interaction("generate-steps", type_text("abc", nth=2), expect=TEXT_CHANGES,
+                    contains="The seed must be"),
     ],
 }
 

@@ -1,0 +1,42 @@
+"""Notebook 01 (Tokens): the tokenizer widget, driven without a browser."""
+
+import toy_model as tm
+
+
+def _parts(panel):
+    box, chips, id_list, area = panel.children
+    return box, chips, id_list, area
+
+
+def test_widget_shows_the_example_as_chips_and_ids():
+    panel = tm.tokenizer_widget()
+    assert "w-tokenizer" in panel._dom_classes
+    box, chips, id_list, area = _parts(panel)
+    assert box.continuous_update
+    assert chips.value.count('class="token-chip"') == 5
+    for token in ["the", "␣cat", "␣climb", "ed", "␣the"]:
+        assert f">{token}<br>" in chips.value
+    assert "[0, 2, 4, 5, 1]" in id_list.value
+    assert area.value == ""
+
+
+def test_typing_updates_the_chips_and_ids():
+    panel = tm.tokenizer_widget()
+    box, chips, id_list, area = _parts(panel)
+    box.value = "the dog climbed the wall."
+    assert chips.value.count('class="token-chip"') == 7
+    assert str(tm.encode("the dog climbed the wall.")) in id_list.value
+    box.value = "the cat<|endoftext|>"
+    assert "&lt;|endoftext|&gt;<br><small>11</small>" in chips.value
+
+
+def test_bad_text_gives_encodes_sentence_and_clears_the_chips_until_good_text():
+    panel = tm.tokenizer_widget()
+    box, chips, id_list, area = _parts(panel)
+    for bad, part in [("the cat jumped", "␣jumped"), ("The cat", "The"), ("the  cat", "␣␣"), ("", "empty")]:
+        box.value = bad
+        assert chips.value == "" and id_list.value == ""
+        assert part in area.value, (bad, area.value)
+    box.value = "the cat"
+    assert area.value == ""
+    assert chips.value.count('class="token-chip"') == 2

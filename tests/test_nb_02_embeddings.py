@@ -1,0 +1,73 @@
+"""Notebook 02 (Embeddings): the scatter widget and its plot helper, without a browser."""
+
+import matplotlib
+
+matplotlib.use("module://ipympl.backend_nbagg")   # the widget shows an ipympl canvas
+
+import numpy as np  # noqa: E402
+
+import toy_model as tm  # noqa: E402
+
+
+def _parts(panel):
+    controls, canvas, area = panel.children
+    x_dim, y_dim, positions = controls.children
+    ax = canvas.figure.axes[0]
+    dots, rings = ax.collections
+    return x_dim, y_dim, positions, ax, dots, rings, area
+
+
+def _labels(ax):
+    return [t.get_text() for t in ax.texts if t.get_text()]
+
+
+def test_starts_with_the_12_embeddings_in_d2_and_d4():
+    panel = tm.embedding_scatter()
+    assert "w-embedding-scatter" in panel._dom_classes
+    x_dim, y_dim, positions, ax, dots, rings, area = _parts(panel)
+    np.testing.assert_array_equal(dots.get_offsets(), tm.PARAMS["wte"][:, [1, 3]])
+    assert not rings.get_visible()
+    assert ax.get_xlabel() == "d2 (surface)" and ax.get_ylabel() == "d4 (noun)"
+    assert area.value == ""
+
+
+def test_changing_a_dimension_moves_the_points_and_relabels_the_axis():
+    panel = tm.embedding_scatter()
+    x_dim, y_dim, positions, ax, dots, rings, area = _parts(panel)
+    x_dim.value = 0
+    np.testing.assert_array_equal(dots.get_offsets(), tm.PARAMS["wte"][:, [0, 3]])
+    assert ax.get_xlabel() == "d1 (go on)"
+    # coinciding points share one label instead of overprinting
+    assert "␣cat, ␣dog, ed" in _labels(ax)
+    assert len(ax.collections) == 2   # moved in place, nothing added
+
+
+def test_add_positions_shows_the_rows_of_x():
+    panel = tm.embedding_scatter()
+    x_dim, y_dim, positions, ax, dots, rings, area = _parts(panel)
+    positions.value = True
+    x = tm.run("the cat climbed the")["x"]
+    assert rings.get_visible()
+    np.testing.assert_array_equal(rings.get_offsets(), x[:, [1, 3]])
+    assert "1: the" in _labels(ax)
+    positions.value = False
+    assert not rings.get_visible()
+
+
+def test_same_dimension_twice_gives_a_sentence_and_keeps_the_plot():
+    panel = tm.embedding_scatter()
+    x_dim, y_dim, positions, ax, dots, rings, area = _parts(panel)
+    before = dots.get_offsets().copy()
+    x_dim.value = 3
+    assert "pick two different dimensions" in area.value
+    np.testing.assert_array_equal(dots.get_offsets(), before)
+    y_dim.value = 2
+    assert area.value == ""
+    np.testing.assert_array_equal(dots.get_offsets(), tm.PARAMS["wte"][:, [3, 2]])
+
+
+def test_static_plot_helper_labels_every_token():
+    fig, ax = tm.new_figure()
+    tm.embedding_scatter_plot(ax, dx=0, dy=3)
+    joined = " ".join(_labels(ax))
+    assert all(token in joined for token in tm.TOKENS)

@@ -1,0 +1,99 @@
+"""Notebook 03 (Q · K · V): the query picker, without a browser, and the notebook's numbers."""
+
+import json
+import re
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("module://ipympl.backend_nbagg")   # live figures are ipympl canvases (widgets)
+
+import ipywidgets as widgets  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import toy_model as tm  # noqa: E402
+
+# ipympl's toolbar warns when no kernel is attached; harmless here.
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_qkv.ipynb"
+
+
+def walk(w):
+    yield w
+    for child in getattr(w, "children", ()):
+        yield from walk(child)
+
+
+def find(root, kind):
+    return [w for w in walk(root) if type(w) is kind]
+
+
+@pytest.fixture
+def picker():
+    root = tm.query_picker()
+    pick = find(root, widgets.ToggleButtons)[0]
+    pos = find(root, widgets.IntText)[0]
+    html_parts = find(root, widgets.HTML)
+    info, area = html_parts[0], html_parts[-1]
+    canvas = [w for w in walk(root) if hasattr(w, "figure")][0]
+    bars = canvas.figure.axes[0].patches
+    return root, pick, pos, info, area, bars
+
+
+def heights(bars):
+    return np.array([b.get_height() for b in bars])
+
+
+def test_head_weights_are_head_1s_columns_of_c_attn():
+    w = tm.PARAMS["blocks"][0]["attn"]["c_attn"]["w"]
+    W_Q, W_K, W_V = tm.head_weights(0)
+    assert np.array_equal(np.hstack([W_Q, W_K, W_V]), w[:, [0, 1, 4, 5, 8, 9]])
+    r = tm.run("the cat climbed the")
+    assert np.allclose(r["ln1"] @ W_Q, r["heads"][0]["q"])
+
+
+def test_picker_starts_on_the_last_token_and_names_climb(picker):
+    root, pick, pos, info, area, bars = picker
+    assert "w-query-picker" in root._dom_classes
+    assert pick.value == 5 and pos.value == 5
+    weights = tm.run("the cat climbed the")["heads"][0]["weights"]
+    assert np.allclose(heights(bars), weights[4])
+    assert "␣climb" in info.value and "0.997" in info.value and "0.995" in info.value
+
+
+def test_clicking_a_query_moves_the_bars_and_the_text(picker):
+    root, pick, pos, info, area, bars = picker
+    before, text = heights(bars), info.value
+    pick.value = 4
+    weights = tm.run("the cat climbed the")["heads"][0]["weights"]
+    assert not np.allclose(heights(bars), before)
+    assert np.allclose(heights(bars), weights[3])
+    assert info.value != text and "query 4 (ed)" in info.value
+    assert pos.value == 4                       # the two controls agree
+    pick.value = 2
+    assert "shared by the and ␣cat" in info.value   # a tie is named as a tie
+
+
+def test_typed_position_out_of_range_gives_one_sentence_then_clears(picker):
+    root, pick, pos, info, area, bars = picker
+    for bad in (0, 6, -1):
+        pos.value = bad
+        assert "Positions run from 1 to 5" in area.value
+        assert area.value.count(".") >= 1 and pick.value == 5      # nothing else moved
+    pos.value = 3
+    assert area.value == ""
+    assert pick.value == 3 and "query 3 (␣climb)" in info.value
+
+
+def test_every_three_decimal_number_in_the_prose_is_printed_by_a_cell():
+    nb = json.loads(NOTEBOOK.read_text())
+    prose = " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    printed = " ".join(
+        "".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
+        for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", []))
+    quoted = set(re.findall(r"(?<![\d.])\d+\.\d{3}(?![\d])", prose))
+    assert quoted, "expected the prose to quote some printed numbers"
+    missing = sorted(n for n in quoted if n not in printed)
+    assert not missing, f"quoted in markdown but printed by no cell: {missing}"

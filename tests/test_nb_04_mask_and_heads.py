@@ -1,0 +1,105 @@
+"""Notebook 04 (mask and two heads): the mask/heads widget, without a browser, and the numbers."""
+
+import json
+import re
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("module://ipympl.backend_nbagg")   # live figures are ipympl canvases (widgets)
+
+import ipywidgets as widgets  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import toy_model as tm  # noqa: E402
+
+# ipympl's toolbar warns when no kernel is attached; harmless here.
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "04_mask_and_heads.ipynb"
+
+
+def walk(w):
+    yield w
+    for child in getattr(w, "children", ()):
+        yield from walk(child)
+
+
+def find(root, kind):
+    return [w for w in walk(root) if type(w) is kind]
+
+
+@pytest.fixture
+def mh():
+    root = tm.mask_and_heads()
+    mask = find(root, widgets.ToggleButton)[0]
+    which = find(root, widgets.ToggleButtons)[0]
+    html_parts = find(root, widgets.HTML)
+    info, area = html_parts[0], html_parts[-1]
+    fig = [w for w in walk(root) if hasattr(w, "figure")][0].figure
+    return root, mask, which, info, area, fig
+
+
+def image(ax):
+    return np.ma.filled(np.ma.asarray(ax.images[0].get_array(), dtype=float), np.nan)
+
+
+def test_future_leak_is_zero_under_the_mask_and_large_without():
+    masked = tm.run("the cat climbed the")["heads"][0]["weights"]
+    open_ = tm.run("the cat climbed the", mask=False)["heads"][0]["weights"]
+    assert np.allclose(tm.future_leak(masked), 0)
+    assert tm.future_leak(open_)[0] > 0.99 and tm.future_leak(open_)[-1] == 0
+
+
+def test_starts_masked_with_both_heads_and_the_future_blank(mh):
+    root, mask, which, info, area, fig = mh
+    assert "w-mask-heads" in root._dom_classes
+    assert mask.value is True and which.value == "both"
+    assert all(ax.get_visible() for ax in fig.axes)
+    upper = np.triu(np.ones((5, 5), dtype=bool), k=1)
+    assert np.all(np.isnan(image(fig.axes[0])[upper]))
+    assert "nothing leaks" in info.value
+    # 10 future cells outlined on each map
+    assert all(len(ax.patches) == 10 for ax in fig.axes)
+
+
+def test_mask_off_fills_the_future_and_names_the_largest_leak(mh):
+    root, mask, which, info, area, fig = mh
+    before = image(fig.axes[0]).copy()
+    mask.value = False
+    after = image(fig.axes[0])
+    assert not np.allclose(np.nan_to_num(before), np.nan_to_num(after))
+    assert not np.any(np.isnan(after))
+    leak = tm.future_leak(tm.run("the cat climbed the", mask=False)["heads"][0]["weights"])[0]
+    assert f"row 1 (the) puts {tm.fmt(leak)} of its weight on future tokens (head 1)" in info.value
+    assert "(no mask)" in fig.axes[0].get_title()
+    mask.value = True
+    assert np.all(np.isnan(image(fig.axes[0])[np.triu(np.ones((5, 5), dtype=bool), k=1)]))
+    assert area.value == ""
+
+
+def test_choosing_one_head_shows_one_map_with_that_heads_weights(mh):
+    root, mask, which, info, area, fig = mh
+    which.value = "head 2"
+    assert fig.axes[0].get_visible() and not fig.axes[1].get_visible()
+    assert fig.axes[0].get_title().startswith("head 2")
+    w2 = tm.run("the cat climbed the")["heads"][1]["weights"]
+    low = np.tril(np.ones((5, 5), dtype=bool))
+    assert np.allclose(image(fig.axes[0])[low], w2[low])
+    mask.value = False
+    assert "(head 2)" in info.value and "0.800" in info.value
+    which.value = "both"
+    assert all(ax.get_visible() for ax in fig.axes)
+
+
+def test_every_three_decimal_number_in_the_prose_is_printed_by_a_cell():
+    nb = json.loads(NOTEBOOK.read_text())
+    prose = " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    printed = " ".join(
+        "".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
+        for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", []))
+    quoted = set(re.findall(r"(?<![\d.])\d+\.\d{3}(?![\d])", prose))
+    assert quoted, "expected the prose to quote some printed numbers"
+    missing = sorted(n for n in quoted if n not in printed)
+    assert not missing, f"quoted in markdown but printed by no cell: {missing}"

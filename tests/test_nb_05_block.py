@@ -1,0 +1,110 @@
+"""Notebook 05 (the block): the branch-switch widget, without a browser."""
+
+import re
+
+import ipywidgets as widgets
+import matplotlib
+import numpy as np
+import pytest
+
+import toy_model as tm
+
+TEXT = "the cat climbed the"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ipympl_backend():
+    """Live figures need ipympl's canvas (a widget), as in a kernel with %matplotlib widget."""
+    previous = matplotlib.get_backend()
+    matplotlib.use("module://ipympl.backend_nbagg")
+    yield
+    matplotlib.use(previous)
+
+
+def walk(w):
+    yield w
+    for child in getattr(w, "children", ()):
+        yield from walk(child)
+
+
+def parts(box):
+    """The widget's controls and outputs, found by walking the panel."""
+    found = list(walk(box))
+    toggles = {w.description: w for w in found if isinstance(w, widgets.ToggleButton)}
+    htmls = [w for w in found if isinstance(w, widgets.HTML)]
+    canvas = next(w for w in found if hasattr(w, "figure"))
+    bars = canvas.figure.axes[0].patches
+    return toggles, htmls, bars
+
+
+def text_of(htmls):
+    return " ".join(re.sub(r"<[^>]+>", " ", h.value) for h in htmls)
+
+
+def heights(bars):
+    return np.array([b.get_height() for b in bars])
+
+
+@pytest.fixture
+def widget():
+    box = tm.block_branches(TEXT)
+    yield box
+    import matplotlib.pyplot as plt
+    for w in walk(box):
+        if hasattr(w, "figure"):
+            plt.close(w.figure)
+
+
+def test_panel_has_the_css_class_and_two_switches_on(widget):
+    assert "w-block-branches" in widget._dom_classes
+    toggles, _, bars = parts(widget)
+    assert set(toggles) == {"attention branch", "MLP branch"}
+    assert all(t.value for t in toggles.values())
+    assert len(bars) == len(tm.TOKENS)
+
+
+def test_default_shows_y5_and_roof(widget):
+    _, htmls, bars = parts(widget)
+    shown = text_of(htmls)
+    y5 = tm.run(TEXT)["y"][-1]
+    for v in y5:
+        assert tm.fmt(v) in shown
+    p = tm.run(TEXT)["p"][-1]
+    assert f"most likely next:  ␣roof  ({tm.fmt(p.max())})" in shown
+    assert np.allclose(heights(bars), p)
+
+
+def test_attention_off_moves_the_bars_and_names_cat(widget):
+    toggles, htmls, bars = parts(widget)
+    before = heights(bars)
+    toggles["attention branch"].value = False
+    after = heights(bars)
+    assert not np.allclose(before, after)
+    p = tm.run(TEXT, attention_on=False)["p"][-1]
+    assert np.allclose(after, p)
+    assert f"␣cat  ({tm.fmt(p.max())})" in text_of(htmls)
+    # the top bar is highlighted
+    assert bars[int(np.argmax(p))].get_facecolor() != bars[0].get_facecolor()
+
+
+def test_both_off_shows_x(widget):
+    toggles, htmls, _ = parts(widget)
+    toggles["attention branch"].value = False
+    toggles["MLP branch"].value = False
+    shown = text_of(htmls)
+    assert "y = x" in shown
+    x = tm.run(TEXT)["x"]
+    table = next(h for h in htmls if "<table" in h.value)
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", table.value)
+    assert cells == [tm.fmt(v) for v in x.ravel()]
+    # and back on: y_5 again
+    toggles["attention branch"].value = True
+    toggles["MLP branch"].value = True
+    assert tm.fmt(tm.run(TEXT)["y"][-1][1]) in text_of(htmls)
+
+
+def test_no_message_when_all_is_well(widget):
+    toggles, htmls, _ = parts(widget)
+    toggles["MLP branch"].value = False
+    area = htmls[-1]
+    assert area.value == ""
