@@ -74,6 +74,8 @@ SERVER_START_TIMEOUT = 60  # s; JupyterLab on 2 cores starts in about 3 s
 KERNEL_START_TIMEOUT = 60  # s
 WIDGET_RENDER_TIMEOUT = 30  # s; after the last cell has run
 INTERACTION_TIMEOUT = 10  # s; from an action on a widget to the change it must cause
+ACTION_TIMEOUT = 5  # s; for Playwright to find the control an action uses
+PAGE_TIMEOUT = 30  # s; Playwright's default for anything else on the page
 
 
 # --------------------------------------------------------------------------- availability
@@ -191,6 +193,8 @@ def running_lab(root_dir: Path = REPO_ROOT) -> Iterator[LabServer]:
             f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
             "--LabApp.expose_app_in_browser=True",
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            # JupyterLab makes a checkpoint of every file it opens: keep them out of the repo.
+            f"--FileCheckpoints.checkpoint_dir={tmp_path / 'checkpoints'}",
         ]
         if os.geteuid() == 0:
             command.append("--allow-root")
@@ -347,7 +351,7 @@ def lab_page(browser, lab: LabServer):
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     context.add_init_script(_PAGE_HELPERS_JS)
     page = context.new_page()
-    page.set_default_timeout(30_000)
+    page.set_default_timeout(PAGE_TIMEOUT * 1000)
     try:
         yield page
     finally:
@@ -490,9 +494,12 @@ def press_slider(key: str = "ArrowRight", times: int = 1, nth: int = 0) -> Actio
 def click(label: str) -> Action:
     """Click the button, toggle button, checkbox or radio button named `label`."""
 
+    # The accessible name may carry an icon's glyph (a toggle button that is on shows
+    # a check mark drawn with CSS): allow non-word characters around the label.
+    name = re.compile(r"^\W*" + re.escape(label) + r"\W*$")
+
     def run(root):
-        roles = [root.get_by_role(role, name=label, exact=True)
-                 for role in ("button", "checkbox", "radio")]
+        roles = [root.get_by_role(role, name=name) for role in ("button", "checkbox", "radio")]
         control = roles[0].or_(roles[1]).or_(roles[2])
         control.first.click()
 
@@ -566,37 +573,57 @@ def visible_text(root) -> str:
     return root.evaluate("(el) => window.__harness.visibleText(el)")
 
 
+class InteractionFailed(Exception):
+    """Raised by the steps of perform(); its message is one line for the report."""
+
+
 def perform(page, interaction: Interaction, shots_prefix: Path) -> list[str]:
     """Do one interaction; return what went wrong (empty if all is well).
 
     Screenshots of the widget before and after go to <shots_prefix>-before.png / -after.png.
+    A failure is reported, not raised, so that the notebook's other interactions still run.
     """
+    problems = []
+    try:
+        _perform(page, interaction, shots_prefix)
+    except InteractionFailed as failure:
+        problems.append(f"{interaction}: {failure}")
+    problems += [f"{interaction}: the kernel reported {e}" for e in kernel_errors(page)]
+    return problems
+
+
+def _perform(page, interaction: Interaction, shots_prefix: Path) -> None:
     try:
         root = widget_root(page, interaction.widget)
-    except AssertionError as missing:
-        return [f"{interaction}: {missing}"]
-    root.scroll_into_view_if_needed()
-    shots_prefix.parent.mkdir(parents=True, exist_ok=True)
-    root.screenshot(path=f"{shots_prefix}-before.png")
-    snapshot = canvas_pixels if interaction.expect == CANVAS_CHANGES else visible_text
-    before = snapshot(root)
+        root.scroll_into_view_if_needed()
+        shots_prefix.parent.mkdir(parents=True, exist_ok=True)
+        root.screenshot(path=f"{shots_prefix}-before.png")
+        snapshot = canvas_pixels if interaction.expect == CANVAS_CHANGES else visible_text
+        before = snapshot(root)
+    except AssertionError as error:
+        raise InteractionFailed(str(error)) from None
 
-    interaction.action.run(root)
+    try:
+        # A control that is not there should fail in seconds, not after the page's 30 s.
+        page.set_default_timeout(ACTION_TIMEOUT * 1000)
+        interaction.action.run(root)
+    except Exception as error:  # Playwright's errors, whose first line says what it waited for
+        raise InteractionFailed(f"could not {interaction.action}: {str(error).splitlines()[0]}") from None
+    finally:
+        page.set_default_timeout(PAGE_TIMEOUT * 1000)
 
     def changed():
         text = visible_text(root)
         wanted = interaction.contains is None or interaction.contains in text
         return wanted and snapshot(root) != before
 
-    problems = []
     try:
         _poll(changed, INTERACTION_TIMEOUT, str(interaction), interval=0.1)
     except TimeoutError:
-        problems.append(f"{interaction}: nothing changed within {INTERACTION_TIMEOUT} s; "
-                        f"widget text now: {visible_text(root)[:300]!r}")
-    root.screenshot(path=f"{shots_prefix}-after.png")
-    problems += [f"{interaction}: the kernel reported {e}" for e in kernel_errors(page)]
-    return problems
+        raise InteractionFailed(f"nothing changed within {INTERACTION_TIMEOUT} s; "
+                                f"widget text now: {visible_text(root)[:300]!r}") from None
+    finally:
+        root.screenshot(path=f"{shots_prefix}-after.png")
 
 
 def safe_name(text: str) -> str:
