@@ -394,6 +394,14 @@ def fmt(x, digits=3):
     return f"{0.0 if abs(x) < 0.5 * 10 ** -digits else x:.{digits}f}"
 
 
+def entropy(p):
+    """How spread out a distribution is, in nats: 0 when one token is certain,
+    ln 12 = 2.485 when all 12 are equally likely."""
+    p = np.asarray(p, dtype=float)
+    p = p[p > 0]
+    return float(-(p * np.log(p)).sum())
+
+
 def table(rows, header=None):
     """Rows -> a plain-text table with aligned columns (numbers formatted with fmt)."""
     cells = [[fmt(c) if isinstance(c, (float, np.floating)) else str(c) for c in r] for r in rows]
@@ -929,14 +937,6 @@ def vector(v, digits=3):
     return "[" + ", ".join(fmt(x, digits) for x in np.ravel(v)) + "]"
 
 
-def entropy(p):
-    """The entropy of a distribution, in nats: 0 when one token is certain,
-    ln 12 = 2.485 when all 12 are equally likely."""
-    p = np.asarray(p, dtype=float)
-    p = p[p > 0]
-    return float(-(p * np.log(p)).sum())
-
-
 def p_summary(p, n_top=3):
     """One line about p: the most likely tokens with their p, and the entropy."""
     order = np.argsort(-np.asarray(p), kind="stable")[:n_top]
@@ -1167,13 +1167,6 @@ def temperature_preview(text="the cat climbed the"):
 
 
 # [07 generation]
-
-def entropy(p):
-    """Entropy of a distribution in nats: 0 when one token has all of p, ln V when p is uniform."""
-    p = np.asarray(p, dtype=float)
-    p = p[p > 0]
-    return float(-(p * np.log(p)).sum())
-
 
 def outline_bars(ax, values, label, color=GREY):
     """Bars drawn as outlines only, on a token axis: what a distribution was before a change,

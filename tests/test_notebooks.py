@@ -68,7 +68,7 @@ def test_check_yourself_exercises_have_checkers_and_hidden_answers(path):
     nb = load(path)
     text = "\n".join(markdown(nb))
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
-    assert text.lower().count("check yourself") >= 3
+    assert "check yourself" in text.lower()
     assert len(re.findall(r"tm\.check_(number|choice)\(", code)) >= 3
     assert text.count("<details>") >= 3 and text.count("<summary>") >= 3
 
