@@ -374,6 +374,7 @@ def generate(prompt, temperature=0.0, top_k=None, top_p=None, seed=0, params=PAR
 # (matplotlib and ipywidgets are needed only from here on)
 # =============================================================================
 import io                                           # noqa: E402
+import weakref                                      # noqa: E402
 
 import ipywidgets as widgets                        # noqa: E402
 import matplotlib                                   # noqa: E402
@@ -491,8 +492,43 @@ def set_heatmap(im, texts, m, vmin=0.0, vmax=1.0, digits=2):
             t.set_color("black" if (v - vmin) / (vmax - vmin or 1) > 0.6 else "white")
 
 
+def freeze_layout(fig):
+    """Lay a live figure out once, then keep that layout: every redraw after that skips
+    the constrained-layout pass (about half the cost of drawing a bar chart)."""
+    fig.get_layout_engine().execute(fig)
+    fig.set_layout_engine("none")
+
+
+_MOVING = weakref.WeakKeyDictionary()      # figure -> {"artists": [...], "background": ...}
+
+
+def live_artists(fig, artists):
+    """Declare the artists a widget moves (bars, a title). redraw(fig) then repaints only
+    them over a saved picture of the rest (blitting): a few ms instead of drawing every
+    tick label again. The picture is taken at each full draw of the figure."""
+    artists = list(artists)
+    for a in artists:
+        a.set_animated(True)                  # left out of full draws and of the picture
+    state = _MOVING[fig] = {"artists": artists, "background": None}
+
+    def save_background(_event):
+        state["background"] = fig.canvas.copy_from_bbox(fig.bbox)
+        for a in artists:
+            fig.draw_artist(a)
+    fig.canvas.mpl_connect("draw_event", save_background)
+
+
 def redraw(fig):
-    fig.canvas.draw_idle()
+    """Show a live figure's changes: repaint only its moving artists when it has them
+    and a saved background; otherwise ask for a full draw."""
+    state = _MOVING.get(fig)
+    if state is None or state["background"] is None:
+        fig.canvas.draw_idle()
+        return
+    fig.canvas.restore_region(state["background"])
+    for a in state["artists"]:
+        fig.draw_artist(a)
+    fig.canvas.blit(fig.bbox)
 
 
 def panel(name, *children):
@@ -946,19 +982,13 @@ def p_summary(p, n_top=3):
             + (f" (then {then})" if then else "") + f" · entropy of p: {fmt(entropy(p))} nats")
 
 
-def freeze_layout(fig):
-    """Lay a live figure out once, then keep that layout: every redraw after that skips
-    the constrained-layout pass (about half the cost of drawing a bar chart)."""
-    fig.get_layout_engine().execute(fig)
-    fig.set_layout_engine("none")
-
-
 def _p_chart(title, p, width=6.4, height=3.2):
     """A live bar chart of p, one bar per token, the most likely one highlighted."""
     fig, ax = new_figure(width, height, live=True)
     bars = token_bars(ax, p, title)
     set_bars(bars, p, highlight=int(np.argmax(p)))
     freeze_layout(fig)
+    live_artists(fig, bars)
     return fig, ax, bars
 
 
@@ -1222,6 +1252,7 @@ def temperature_explorer(prompt="the cat climbed the"):
     before = outline_bars(ax, np.zeros(n), "before top-k / top-p (temperature only)")
     bars.set_label("drawn from")
     ax.legend(handles=[bars, before], loc="upper left", fontsize=8)
+    live_artists(fig, [*bars, *before, ax.title])
 
     state = {"T": 1.0, "k": n, "p": 1.0}
     syncing = [False]
@@ -1257,6 +1288,7 @@ def temperature_explorer(prompt="the cat climbed the"):
                          (t_box, "T"), (k_box, "k"), (p_box, "p")):
         control.observe(on(key), names="value")
     apply()
+    freeze_layout(fig)                          # laid out with its first title, then fixed
     root = panel("temperature", t_slider, k_slider, p_slider,
                  widgets.HBox([t_box, k_box, p_box]), info, area, fig.canvas)
     root.figure, root.bars, root.before = fig, bars, before     # for tests
@@ -1286,7 +1318,9 @@ def generation_stepper(prompt="the cat climbed the", temperature=1.0, seed=0):
     area = message_area()
 
     fig, ax = new_figure(7.2, 3.2, live=True)
-    bars = token_bars(ax, np.zeros(n), "")
+    bars = token_bars(ax, np.zeros(n), "the distribution the next token will be drawn from")
+    freeze_layout(fig)
+    live_artists(fig, [*bars, ax.title])
     state = {"ids": [], "start": 0, "rng": None, "done": False}
 
     def settings():
