@@ -782,6 +782,9 @@ def query_picker(text="the cat climbed the", head=0):
     ax.set_xlabel("key token (what the query looks at)")
     hidden = [ax.text(j, 0.03, "masked", ha="center", va="bottom", rotation=90, color=GREY)
               for j in range(n)]
+    ax.set_title(f"head {head + 1}, query {n} ({tokens[-1]}): its row of weights")  # room for titles
+    freeze_layout(fig)
+    live_artists(fig, [*bars, *hidden, ax.title])
     info = widgets.HTML()
     area = message_area()
 
@@ -940,6 +943,8 @@ def block_branches(text="the cat climbed the"):
     fig, ax = new_figure(6.4, 3.0, live=True)
     bars = token_bars(ax, np.zeros(len(TOKENS)), f"p of the next token after the last row ({tokens[-1]})",
                       ymax=0.6)
+    freeze_layout(fig)
+    live_artists(fig, bars)
 
     def update(_=None):
         r = run(text, attention_on=attention.value, mlp_on=mlp_branch.value)
