@@ -377,7 +377,6 @@ import io                                           # noqa: E402
 import weakref                                      # noqa: E402
 
 import ipywidgets as widgets                        # noqa: E402
-import matplotlib                                   # noqa: E402
 import matplotlib.pyplot as plt                     # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg   # noqa: E402
 from matplotlib.figure import Figure                # noqa: E402

@@ -23,3 +23,21 @@ def pytest_sessionfinish(session, exitstatus):
         if reporter:
             reporter.write_sep("!", "no test passed (all skipped?): a run that checks nothing fails",
                                red=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def ipympl_backend():
+    """Live figures are ipympl canvases (widgets), as in a kernel with %matplotlib widget."""
+    import matplotlib
+    previous = matplotlib.get_backend()
+    matplotlib.use("module://ipympl.backend_nbagg")
+    yield
+    matplotlib.use(previous)
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    """Each test's figures are closed after it, so none piles up across tests."""
+    yield
+    import matplotlib.pyplot as plt
+    plt.close("all")

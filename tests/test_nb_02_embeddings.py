@@ -1,8 +1,6 @@
 """Notebook 02 (Embeddings): the scatter widget and its plot helper, without a browser."""
 
-import matplotlib
 
-matplotlib.use("module://ipympl.backend_nbagg")   # the widget shows an ipympl canvas
 
 import numpy as np  # noqa: E402
 

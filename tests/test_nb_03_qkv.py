@@ -1,33 +1,18 @@
 """Notebook 03 (Q · K · V): the query picker, without a browser, and the notebook's numbers."""
 
-import json
-import re
-from pathlib import Path
 
-import matplotlib
 
-matplotlib.use("module://ipympl.backend_nbagg")   # live figures are ipympl canvases (widgets)
 
 import ipywidgets as widgets  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-import toy_model as tm  # noqa: E402
+import toy_model as tm
+from widget_tools import walk, find, heights  # noqa: E402
 
 # ipympl's toolbar warns when no kernel is attached; harmless here.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_qkv.ipynb"
-
-
-def walk(w):
-    yield w
-    for child in getattr(w, "children", ()):
-        yield from walk(child)
-
-
-def find(root, kind):
-    return [w for w in walk(root) if type(w) is kind]
 
 
 @pytest.fixture
@@ -40,10 +25,6 @@ def picker():
     canvas = [w for w in walk(root) if hasattr(w, "figure")][0]
     bars = canvas.figure.axes[0].patches
     return root, pick, pos, info, area, bars
-
-
-def heights(bars):
-    return np.array([b.get_height() for b in bars])
 
 
 def test_head_weights_are_head_1s_columns_of_c_attn():
@@ -86,14 +67,3 @@ def test_typed_position_out_of_range_gives_one_sentence_then_clears(picker):
     assert area.value == ""
     assert pick.value == 3 and "query 3 (␣climb)" in info.value
 
-
-def test_every_three_decimal_number_in_the_prose_is_printed_by_a_cell():
-    nb = json.loads(NOTEBOOK.read_text())
-    prose = " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
-    printed = " ".join(
-        "".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
-        for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", []))
-    quoted = set(re.findall(r"(?<![\d.])\d+\.\d{3}(?![\d])", prose))
-    assert quoted, "expected the prose to quote some printed numbers"
-    missing = sorted(n for n in quoted if n not in printed)
-    assert not missing, f"quoted in markdown but printed by no cell: {missing}"

@@ -3,28 +3,13 @@
 import re
 
 import ipywidgets as widgets
-import matplotlib
 import numpy as np
 import pytest
 
 import toy_model as tm
+from widget_tools import walk, heights
 
 TEXT = "the cat climbed the"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def ipympl_backend():
-    """Live figures need ipympl's canvas (a widget), as in a kernel with %matplotlib widget."""
-    previous = matplotlib.get_backend()
-    matplotlib.use("module://ipympl.backend_nbagg")
-    yield
-    matplotlib.use(previous)
-
-
-def walk(w):
-    yield w
-    for child in getattr(w, "children", ()):
-        yield from walk(child)
 
 
 def parts(box):
@@ -39,10 +24,6 @@ def parts(box):
 
 def text_of(htmls):
     return " ".join(re.sub(r"<[^>]+>", " ", h.value) for h in htmls)
-
-
-def heights(bars):
-    return np.array([b.get_height() for b in bars])
 
 
 @pytest.fixture

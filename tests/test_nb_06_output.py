@@ -5,30 +5,16 @@ checks that the bars of its live figure moved, that its text line changed, and t
 bad input puts one sentence in its message area which a later good input clears.
 """
 
-import json
 import re
-from pathlib import Path
 
-import matplotlib
 import numpy as np
-import pytest
 
 import ipywidgets as widgets
 
 import toy_model as tm
+from widget_tools import find
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "06_output.ipynb"
 ROOF = tm.VOCAB.index(" roof")
-
-
-def walk(w):
-    yield w
-    for child in getattr(w, "children", ()):
-        yield from walk(child)
-
-
-def find(box, kind):
-    return [w for w in walk(box) if type(w) is kind]
 
 
 def text(html):
@@ -43,17 +29,6 @@ def parts(box):
 
 def heights(box):
     return [[b.get_height() for b in ax.patches] for ax in box.children[-3].figure.axes]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def ipympl_backend():
-    """Live figures need ipympl's canvas (a widget), as in a kernel with %matplotlib widget."""
-    previous = matplotlib.get_backend()
-    matplotlib.use("module://ipympl.backend_nbagg")
-    yield
-    import matplotlib.pyplot as plt
-    plt.close("all")
-    matplotlib.use(previous)
 
 
 def test_panels_carry_their_css_class():
@@ -141,12 +116,3 @@ def test_temperature_preview_greedy_uniform_and_negative():
     typed.value = 1000.0
     assert text(area) == "" and np.allclose(heights(box)[0], 1 / 12, atol=2e-3)
 
-
-def test_prose_figures_appear_in_outputs():
-    """Every 3-decimal number in the markdown is printed by some code cell."""
-    nb = json.loads(NOTEBOOK.read_text())
-    prose = " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
-    outputs = " ".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
-                       for c in nb["cells"] if c["cell_type"] == "code" for o in c["outputs"])
-    missing = {n for n in re.findall(r"(?<![\d.])-?\d+\.\d{3}(?!\d)", prose) if n not in outputs}
-    assert not missing, f"quoted in prose but not printed: {sorted(missing)}"

@@ -4,50 +4,21 @@ The widgets are built as the notebook builds them; controls are set programmatic
 (w.value = ..., button.click()) and the plot's bars and the widget's text are read back.
 """
 
-import json
-import re
-from pathlib import Path
 
 import matplotlib
 import numpy as np
 import pytest
 
 import toy_model as tm
-
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "07_generation.ipynb"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def ipympl_backend():
-    """Live figures need ipympl's canvas (a widget), as in a kernel with %matplotlib widget."""
-    previous = matplotlib.get_backend()
-    matplotlib.use("module://ipympl.backend_nbagg")
-    yield
-    matplotlib.use(previous)
+from widget_tools import walk, heights
 
 
-def walk(widget):
-    yield widget
-    for child in getattr(widget, "children", ()):
-        yield from walk(child)
 
-
-def find(root, kind, description=None):
+def control(root, kind, description=None):
     found = [w for w in walk(root) if type(w).__name__ == kind
              and (description is None or getattr(w, "description", None) == description)]
     assert found, f"no {kind} {description!r} in the widget"
     return found[0]
-
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    import matplotlib.pyplot as plt
-    plt.close("all")
-
-
-def heights(bars):
-    return np.array([b.get_height() for b in bars])
 
 
 def message(root):
@@ -70,19 +41,19 @@ def test_sliders_move_the_bars_and_the_text():
     root = tm.temperature_explorer()
     first = heights(root.bars)
     info = root.children[4].value
-    find(root, "FloatSlider", "temperature").value = 0.5
+    control(root, "FloatSlider", "temperature").value = 0.5
     assert not np.allclose(heights(root.bars), first)
     assert heights(root.bars).max() > first.max()          # sharper
     assert root.children[4].value != info
-    assert find(root, "FloatText", "exact T").value == 0.5   # the box follows the slider
-    find(root, "IntSlider", "top-k").value = 3
+    assert control(root, "FloatText", "exact T").value == 0.5   # the box follows the slider
+    control(root, "IntSlider", "top-k").value = 3
     assert np.count_nonzero(heights(root.bars)) == 3
     assert np.isclose(heights(root.bars).sum(), 1)
     assert np.count_nonzero(heights(root.before)) == 12    # the outline keeps what was cut
     assert "kept <b>3</b>" in root.children[4].value
-    find(root, "FloatSlider", "top-p").value = 0.05
+    control(root, "FloatSlider", "top-p").value = 0.05
     assert np.count_nonzero(heights(root.bars)) == 1
-    find(root, "FloatSlider", "temperature").value = 0.0
+    control(root, "FloatSlider", "temperature").value = 0.0
     assert heights(root.bars).max() == 1.0
 
 
@@ -94,19 +65,19 @@ def test_sliders_move_the_bars_and_the_text():
 ])
 def test_bad_typed_values_get_a_sentence_and_keep_the_plot(box, kind, bad, sentence):
     root = tm.temperature_explorer()
-    find(root, kind, box).value = {"FloatText": 0.7, "IntText": 5}[kind]    # a good value first
+    control(root, kind, box).value = {"FloatText": 0.7, "IntText": 5}[kind]    # a good value first
     good = heights(root.bars)
-    find(root, kind, box).value = bad
+    control(root, kind, box).value = bad
     assert sentence in message(root)
     assert np.allclose(heights(root.bars), good)
-    find(root, "FloatSlider", "temperature").value = 1.3    # a later good input clears it
+    control(root, "FloatSlider", "temperature").value = 1.3    # a later good input clears it
     assert message(root) == ""
     assert not np.allclose(heights(root.bars), good)
 
 
 def test_typed_temperature_beyond_the_slider_is_allowed():
     root = tm.temperature_explorer()
-    find(root, "FloatText", "exact T").value = 1000.0
+    control(root, "FloatText", "exact T").value = 1000.0
     assert message(root) == ""
     assert np.allclose(heights(root.bars), 1 / 12, atol=1e-3)
 
@@ -187,14 +158,3 @@ def test_stepper_bad_input_gets_one_sentence(control, value, sentence):
 
 
 # --- the notebook's prose --------------------------------------------------------
-
-def test_every_three_decimal_number_in_the_prose_is_printed_by_a_cell():
-    nb = json.loads(NOTEBOOK.read_text())
-    printed = ""
-    for cell in nb["cells"]:
-        for out in cell.get("outputs", []):
-            printed += "".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/plain", ""))
-    for cell in nb["cells"]:
-        if cell["cell_type"] == "markdown":
-            for number in re.findall(r"(?<![\d.])\d+\.\d{3}(?!\d)", "".join(cell["source"])):
-                assert number in printed, f"{number} in the prose is not printed by any cell"
