@@ -814,6 +814,7 @@ def query_picker(text="the cat climbed the", head=0):
     def on_pos(change):
         i = change["new"]
         if not 1 <= i <= n:
+            pos.value = pick.value             # the box shows the query the plot shows
             raise ValueError(f"Positions run from 1 to {n}, one per token of {text!r}; "
                              f"{i} is not one of them.")
         if pick.value != i:

@@ -63,6 +63,7 @@ def test_typed_position_out_of_range_gives_one_sentence_then_clears(picker):
         pos.value = bad
         assert "Positions run from 1 to 5" in area.value
         assert area.value.count(".") >= 1 and pick.value == 5      # nothing else moved
+        assert pos.value == 5                  # the box goes back to the query the plot shows
     pos.value = 3
     assert area.value == ""
     assert pick.value == 3 and "query 3 (␣climb)" in info.value
