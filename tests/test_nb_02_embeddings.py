@@ -2,9 +2,9 @@
 
 
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-import toy_model as tm  # noqa: E402
+import toy_model as tm
 
 
 def _parts(panel):

@@ -3,15 +3,12 @@
 
 
 
-import ipywidgets as widgets  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import ipywidgets as widgets
+import numpy as np
+import pytest
 
 import toy_model as tm
-from widget_tools import walk, find, heights  # noqa: E402
-
-# ipympl's toolbar warns when no kernel is attached; harmless here.
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+from widget_tools import figure_of, find, heights
 
 
 
@@ -22,8 +19,7 @@ def picker():
     pos = find(root, widgets.IntText)[0]
     html_parts = find(root, widgets.HTML)
     info, area = html_parts[0], html_parts[-1]
-    canvas = [w for w in walk(root) if hasattr(w, "figure")][0]
-    bars = canvas.figure.axes[0].patches
+    bars = figure_of(root).axes[0].patches
     return root, pick, pos, info, area, bars
 
 

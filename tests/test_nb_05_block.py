@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import toy_model as tm
-from widget_tools import walk, heights
+from widget_tools import figure_of, heights, walk
 
 TEXT = "the cat climbed the"
 
@@ -17,8 +17,7 @@ def parts(box):
     found = list(walk(box))
     toggles = {w.description: w for w in found if isinstance(w, widgets.ToggleButton)}
     htmls = [w for w in found if isinstance(w, widgets.HTML)]
-    canvas = next(w for w in found if hasattr(w, "figure"))
-    bars = canvas.figure.axes[0].patches
+    bars = figure_of(box).axes[0].patches
     return toggles, htmls, bars
 
 
@@ -28,12 +27,7 @@ def text_of(htmls):
 
 @pytest.fixture
 def widget():
-    box = tm.block_branches(TEXT)
-    yield box
-    import matplotlib.pyplot as plt
-    for w in walk(box):
-        if hasattr(w, "figure"):
-            plt.close(w.figure)
+    return tm.block_branches(TEXT)          # conftest closes its figure after the test
 
 
 def test_panel_has_the_css_class_and_two_switches_on(widget):

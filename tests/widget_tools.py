@@ -16,3 +16,8 @@ def find(root, kind):
 
 def heights(bars):
     return np.array([b.get_height() for b in bars])
+
+
+def figure_of(root):
+    """The matplotlib figure of the (first) ipympl canvas inside a widget."""
+    return next(w for w in walk(root) if hasattr(w, "figure")).figure
