@@ -3,13 +3,19 @@
 - every figure with 3 decimals that the prose quotes is one a code cell printed;
 - the course map with "you are here", the in/out line, links to the neighbours;
 - at least three "Check yourself" exercises, each with a checker and a collapsed answer;
-- stored as run top to bottom on a fresh kernel, with no error in any output.
+- stored as run top to bottom on a fresh kernel, with no error in any output;
+- stored exactly as tools/run_notebooks.py writes it: a fresh run gives the same bytes,
+  widget state and the outputs nbval ignores included (slow: it reruns every notebook).
 """
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from run_notebooks import executed  # noqa: E402  (tools/ is not a package)
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 NAMES = ["01_tokens", "02_embeddings", "03_qkv", "04_mask_and_heads", "05_block", "06_output",
@@ -81,6 +87,30 @@ def test_stored_as_run_top_to_bottom_without_errors(path):
     errors = [o for c in nb["cells"] for o in c.get("outputs", [])
               if o["output_type"] == "error" or o.get("name") == "stderr"]
     assert not errors, f"stored error output: {errors[0]}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_stored_without_timestamps(path):
+    timed = [i for i, c in enumerate(load(path)["cells"]) if "execution" in c.get("metadata", {})]
+    assert not timed, (f"cells {timed} carry execution timestamps: "
+                       "rerun with python tools/run_notebooks.py")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", [*NOTEBOOKS, Path(__file__).parent / "fixtures" / "widget_demo.ipynb"],
+                         ids=lambda p: p.stem)
+def test_a_fresh_run_stores_the_same_file(path):
+    """nbval compares the outputs it is told to; this compares everything, so a widget's
+    stored picture or state that no longer matches the code fails too."""
+    fresh = executed(path)
+    stored = path.read_text(encoding="utf-8")
+    if fresh != stored:
+        lines = [(i, a, b) for i, (a, b) in enumerate(zip(stored.splitlines(), fresh.splitlines()))
+                 if a != b]
+        where = f"line {lines[0][0] + 1}: stored {lines[0][1][:100]!r}, fresh {lines[0][2][:100]!r}" \
+            if lines else "the lengths differ"
+        pytest.fail(f"{path.name} is not stored as a fresh run writes it ({where}); "
+                    "rerun python tools/run_notebooks.py and commit")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

@@ -1,0 +1,91 @@
+"""Run notebooks top to bottom in a fresh kernel and store them with their outputs.
+
+    python tools/run_notebooks.py                  # all of notebooks/
+    python tools/run_notebooks.py notebooks/07_generation.ipynb
+
+Like `jupyter nbconvert --execute --inplace`, except that the file comes out the same
+every run: no execution timestamps in the cells' metadata, and the widget models' random
+ids replaced by ids derived from the notebook's name and the order the models were made
+in. A rerun then changes the stored file only where what the code computes changed.
+Each notebook runs in its own folder, as JupyterLab runs it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+REFERENCE = re.compile(r"IPY_MODEL_([0-9a-f]{32})")
+
+
+def executed(path: Path) -> str:
+    """The notebook at `path`, run top to bottom in a fresh kernel, as the text to store."""
+    notebook = nbformat.read(path, as_version=4)
+    NotebookClient(notebook, timeout=600, kernel_name="python3", record_timing=False,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    for cell in notebook.cells:                # timing left by an older run
+        cell.metadata.pop("execution", None)
+    return stable_widget_ids(nbformat.writes(notebook), path.stem)
+
+
+def run(path: Path) -> float:
+    """Execute one notebook in place; return the seconds it took."""
+    start = time.perf_counter()
+    text = executed(path)
+    path.write_text(text, encoding="utf-8")
+    return time.perf_counter() - start
+
+
+def stable_widget_ids(text: str, name: str) -> str:
+    """Rename each widget model after its notebook and its place in a fixed order.
+
+    A model's id is random: it keys the model in the stored widget state, and outputs and
+    other models refer to it. The fixed order: models as first reached from the outputs,
+    cell by cell, each followed by the models it refers to (in the order its state,
+    keys sorted, names them); then any model no output reaches, by content."""
+    notebook = nbformat.reads(text, as_version=4)
+    state = (notebook.metadata.get("widgets", {})
+             .get("application/vnd.jupyter.widget-state+json", {}).get("state", {}))
+    order: list[str] = []
+
+    def visit(model_id: str) -> None:
+        if model_id in state and model_id not in order:
+            order.append(model_id)
+            for ref in REFERENCE.findall(json.dumps(state[model_id], sort_keys=True)):
+                visit(ref)
+
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            view = output.get("data", {}).get(WIDGET_VIEW)
+            if view:
+                visit(view["model_id"])
+    unreached = [m for m in state if m not in order]
+    order += sorted(unreached, key=lambda m: REFERENCE.sub("", json.dumps(state[m], sort_keys=True)))
+    new_ids = [hashlib.md5(f"{name}/{i}".encode()).hexdigest() for i in range(len(order))]
+    for old, new in zip(order, new_ids):
+        text = text.replace(old, new)
+    if not state:
+        return text
+    notebook = nbformat.reads(text, as_version=4)      # and store the models in that order
+    stored = notebook.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]
+    stored["state"] = {model_id: stored["state"][model_id] for model_id in new_ids}
+    return nbformat.writes(notebook)
+
+
+def main(paths: list[str]) -> None:
+    notebooks = [Path(p) for p in paths] or sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))
+    for path in notebooks:
+        print(f"{path}: ran in {run(path.resolve()):.1f} s")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
