@@ -6,16 +6,22 @@ code is shared: tests/browser_harness.py) and measures:
   floor  a bare IntSlider that only sets a Label's text: from the key press on the
          slider to the label's new text. Every widget pays at least this round trip
          (browser -> kernel -> browser).
+  plot floor  the cheapest live ipympl plot at the size of the course's charts of p: one
+         bar, no text, repainted by toy_model.redraw (the self-test notebook's w-one-bar).
+         Every live plot pays at least this: the kernel encodes the changed pixels as a
+         PNG, and the page loads that image before it can paint it.
   plot   a slider that updates an ipympl plot: from the key press to changed pixels
          in the plot's <canvas>. By default the course's w-logit-playground
          (notebooks/06_output.ipynb) and w-temperature (notebooks/07_generation.ipynb);
          a missing notebook falls back to the self-test notebook's bar chart.
   open + run all, for every notebook in notebooks/.
 
-The clock runs inside the page: a keydown listener stamps performance.now(), then a
-MutationObserver (text) or a requestAnimationFrame loop comparing the canvases'
-pixels (plot) stamps the change. The rAF loop sees a change at the next frame, so plot
-times are rounded up to the frame (about 16 ms).
+The clock runs inside the page: a keydown listener stamps performance.now(), then the
+change is stamped the moment it is made, before the browser paints it: a MutationObserver
+for text, and for a plot a hook on the canvases' own drawImage/putImageData that compares
+their pixels with those before the press after each call (ipympl paints only through these).
+Both clocks stop at the same point (page changed, paint pending), and watching costs
+nothing between changes, so the watcher does not slow down what it times.
 
     python benchmarks/latency.py                       # defaults above
     python benchmarks/latency.py --plot notebooks/06_output.ipynb:logit-playground --presses 40
@@ -49,6 +55,7 @@ from browser_harness import (  # noqa: E402  (needs the path above)
 
 SELF_TEST = "tests/fixtures/widget_demo.ipynb"
 DEFAULT_FLOOR = f"{SELF_TEST}:floor"
+DEFAULT_PLOT_FLOOR = f"{SELF_TEST}:one-bar"
 DEFAULT_PLOTS = ["notebooks/06_output.ipynb:logit-playground",
                  "notebooks/07_generation.ipynb:temperature"]
 FALLBACK_PLOT = f"{SELF_TEST}:bars"
@@ -79,9 +86,23 @@ window.__latency = {
         if (pressedAt !== null && !same(before, read())) finish(performance.now() - pressedAt);
       };
       if (kind === 'canvas') {
-        // Drawing on a canvas changes no DOM: look at its pixels once per frame.
-        const frame = () => { check(); if (!done) requestAnimationFrame(frame); };
-        requestAnimationFrame(frame);
+        // ipympl paints a canvas with drawImage (or putImageData): look at the pixels
+        // right after each paint of one of the widget's canvases, and nowhere else, so
+        // that watching costs the page nothing between paints.
+        const canvases = [...root.querySelectorAll('canvas')];
+        const hooked = [];
+        for (const canvas of canvases) {
+          const ctx = canvas.getContext('2d');
+          for (const name of ['drawImage', 'putImageData']) {
+            ctx[name] = function (...args) {
+              const result = CanvasRenderingContext2D.prototype[name].apply(this, args);
+              check();
+              return result;
+            };
+            hooked.push([ctx, name]);
+          }
+        }
+        observer = {disconnect: () => hooked.forEach(([ctx, name]) => delete ctx[name])};
       } else {
         observer = new MutationObserver(check);
         observer.observe(root, {subtree: true, childList: true, characterData: true});
@@ -114,7 +135,7 @@ window.__latency = {
 class Target:
     """A widget to time: w-<widget> in <notebook>, watched as 'text' or 'canvas'."""
 
-    role: str  # "floor" or "plot"
+    role: str  # "floor", "plot floor" or "plot"
     notebook: str  # relative to the repository root
     widget: str
     kind: str
@@ -176,7 +197,7 @@ def time_open_and_run_all(browser, lab, notebooks: list[str]) -> dict[str, tuple
 
 
 def label(target: Target) -> str:
-    return f"{target.role:5} {target.notebook} w-{target.widget}"
+    return f"{target.role:10} {target.notebook} w-{target.widget}"
 
 
 def machine() -> str:
@@ -199,6 +220,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--floor", default=DEFAULT_FLOOR, metavar="NOTEBOOK:WIDGET",
                         help=f"the bare slider -> label widget (default {DEFAULT_FLOOR})")
+    parser.add_argument("--plot-floor", default=DEFAULT_PLOT_FLOOR, metavar="NOTEBOOK:WIDGET",
+                        help=f"the cheapest live plot (default {DEFAULT_PLOT_FLOOR})")
     parser.add_argument("--plot", action="append", metavar="NOTEBOOK:WIDGET",
                         help="a slider -> ipympl plot widget; repeatable "
                              f"(default {' and '.join(DEFAULT_PLOTS)}, "
@@ -210,7 +233,7 @@ def main() -> None:
 
     plots = args.plot or [spec if (REPO_ROOT / spec.partition(":")[0]).exists() else FALLBACK_PLOT
                           for spec in DEFAULT_PLOTS]
-    targets = [parse_target(args.floor, "floor")]
+    targets = [parse_target(args.floor, "floor"), parse_target(args.plot_floor, "plot floor")]
     targets += [parse_target(spec, "plot") for spec in dict.fromkeys(plots)]
     notebooks = [] if args.no_run_all else [
         p.relative_to(REPO_ROOT).as_posix() for p in sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))]
@@ -222,12 +245,16 @@ def main() -> None:
         print(f"key press -> change ({args.presses} presses each):")
         latencies = measure_widgets(browser, lab, targets, args.presses)
         for name, times in latencies.items():
-            print(f"  {name:55} {summary(times)}")
-        floor = latencies.get(label(targets[0]))
+            print(f"  {name:60} {summary(times)}")
+        medians = {label(t): statistics.median(latencies[label(t)])
+                   for t in targets if label(t) in latencies}
+        floor, plot_floor = (medians.get(label(t)) for t in targets[:2])
         for target in targets[1:]:
-            if floor and label(target) in latencies:
-                ratio = statistics.median(latencies[label(target)]) / statistics.median(floor)
-                print(f"  ratio plot/floor for w-{target.widget}: {ratio:.1f}")
+            if floor and label(target) in medians:
+                ratios = f"{medians[label(target)] / floor:.1f}x the floor"
+                if plot_floor and target.role == "plot":
+                    ratios += f", {medians[label(target)] / plot_floor:.1f}x the plot floor"
+                print(f"  w-{target.widget}: {ratios}")
         if notebooks:
             print("\nopen + run all:")
             for notebook, (opened, ran) in time_open_and_run_all(browser, lab, notebooks).items():

@@ -46,6 +46,7 @@ INTERACTIONS: dict[str, list[Interaction]] = {
         Interaction("floor", press_slider("ArrowRight"), expect=TEXT_CHANGES),
         Interaction("bars", press_slider("ArrowRight"), expect=CANVAS_CHANGES),
         Interaction("bars", click("highlight"), expect=CANVAS_CHANGES),
+        Interaction("one-bar", press_slider("ArrowRight"), expect=CANVAS_CHANGES),
         Interaction("words", type_text("the zebra"), expect=TEXT_CHANGES,
                     contains="'zebra' is not in the vocabulary"),
     ],
