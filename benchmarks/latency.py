@@ -10,6 +10,9 @@ code is shared: tests/browser_harness.py) and measures:
          bar, no text, repainted by toy_model.redraw (the self-test notebook's w-one-bar).
          Every live plot pays at least this: the kernel encodes the changed pixels as a
          PNG, and the page loads that image before it can paint it.
+  svg    for comparison, the same bar drawn by the browser: the kernel sends a short SVG as
+         an HTML widget's value (the self-test notebook's w-svg-bars). Stopped when the
+         widget's markup changes. What the course's plots would cost without ipympl.
   plot   a slider that updates an ipympl plot: from the key press to changed pixels
          in the plot's <canvas>. By default the course's w-logit-playground
          (notebooks/06_output.ipynb) and w-temperature (notebooks/07_generation.ipynb);
@@ -56,6 +59,7 @@ from browser_harness import (  # noqa: E402  (needs the path above)
 SELF_TEST = "tests/fixtures/widget_demo.ipynb"
 DEFAULT_FLOOR = f"{SELF_TEST}:floor"
 DEFAULT_PLOT_FLOOR = f"{SELF_TEST}:one-bar"
+DEFAULT_SVG = f"{SELF_TEST}:svg-bars"
 DEFAULT_PLOTS = ["notebooks/06_output.ipynb:logit-playground",
                  "notebooks/07_generation.ipynb:temperature"]
 FALLBACK_PLOT = f"{SELF_TEST}:bars"
@@ -68,7 +72,8 @@ CHANGE_TIMEOUT_MS = 10_000
 _LATENCY_JS = r"""
 window.__latency = {
   arm(root, kind, timeoutMs) {
-    const read = kind === 'canvas' ? () => this.pixels(root) : () => window.__harness.visibleText(root);
+    const read = {canvas: () => this.pixels(root), markup: () => window.__harness.htmlMarkup(root)}[kind]
+        || (() => window.__harness.visibleText(root));
     const before = read();
     const same = kind === 'canvas' ? (a, b) => this.samePixels(a, b) : (a, b) => a === b;
     let pressedAt = null;
@@ -105,7 +110,7 @@ window.__latency = {
         observer = {disconnect: () => hooked.forEach(([ctx, name]) => delete ctx[name])};
       } else {
         observer = new MutationObserver(check);
-        observer.observe(root, {subtree: true, childList: true, characterData: true});
+        observer.observe(root, {subtree: true, childList: true, characterData: true, attributes: true});
       }
       setTimeout(() => finish(null, `no change within ${timeoutMs} ms`), timeoutMs);
     });
@@ -135,17 +140,18 @@ window.__latency = {
 class Target:
     """A widget to time: w-<widget> in <notebook>, watched as 'text' or 'canvas'."""
 
-    role: str  # "floor", "plot floor" or "plot"
+    role: str  # "floor", "plot floor", "svg" or "plot"
     notebook: str  # relative to the repository root
     widget: str
-    kind: str
+    kind: str  # what changes: "text", "canvas" (pixels) or "markup" (an HTML widget's)
 
 
 def parse_target(spec: str, role: str) -> Target:
     notebook, _, widget = spec.partition(":")
     if not widget:
         raise argparse.ArgumentTypeError(f"expected NOTEBOOK:WIDGET, got {spec!r}")
-    return Target(role, notebook, widget, "text" if role == "floor" else "canvas")
+    kind = {"floor": "text", "svg": "markup"}.get(role, "canvas")
+    return Target(role, notebook, widget, kind)
 
 
 def time_key_presses(page, target: Target, presses: int) -> list[float]:
@@ -222,6 +228,8 @@ def main() -> None:
                         help=f"the bare slider -> label widget (default {DEFAULT_FLOOR})")
     parser.add_argument("--plot-floor", default=DEFAULT_PLOT_FLOOR, metavar="NOTEBOOK:WIDGET",
                         help=f"the cheapest live plot (default {DEFAULT_PLOT_FLOOR})")
+    parser.add_argument("--svg", default=DEFAULT_SVG, metavar="NOTEBOOK:WIDGET",
+                        help=f"the bar drawn by the browser, for comparison (default {DEFAULT_SVG})")
     parser.add_argument("--plot", action="append", metavar="NOTEBOOK:WIDGET",
                         help="a slider -> ipympl plot widget; repeatable "
                              f"(default {' and '.join(DEFAULT_PLOTS)}, "
@@ -233,7 +241,8 @@ def main() -> None:
 
     plots = args.plot or [spec if (REPO_ROOT / spec.partition(":")[0]).exists() else FALLBACK_PLOT
                           for spec in DEFAULT_PLOTS]
-    targets = [parse_target(args.floor, "floor"), parse_target(args.plot_floor, "plot floor")]
+    targets = [parse_target(args.floor, "floor"), parse_target(args.plot_floor, "plot floor"),
+               parse_target(args.svg, "svg")]
     targets += [parse_target(spec, "plot") for spec in dict.fromkeys(plots)]
     notebooks = [] if args.no_run_all else [
         p.relative_to(REPO_ROOT).as_posix() for p in sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))]

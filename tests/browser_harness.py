@@ -325,6 +325,11 @@ window.__harness = {
     });
   },
 
+  // What the widget's HTML widgets hold (markup such as an SVG drawing, not just text).
+  htmlMarkup(root) {
+    return [...root.querySelectorAll('.widget-html-content')].map(n => n.innerHTML).join('\n');
+  },
+
   // The widget's text without slider read-outs: those change in the browser at once,
   // before the kernel has done anything, so they would make every "text changed" pass.
   visibleText(root) {
@@ -528,6 +533,7 @@ def choose(option: str, nth: int = 0) -> Action:
 
 CANVAS_CHANGES = "canvas-changes"  # the pixels of the widget's <canvas> elements (ipympl plots)
 TEXT_CHANGES = "text-changes"  # the widget's visible text, slider read-outs excepted
+MARKUP_CHANGES = "markup-changes"  # the markup inside the widget's HTML widgets (an SVG drawing)
 
 
 @dataclass(frozen=True)
@@ -541,11 +547,12 @@ class Interaction:
     contains: str | None = None
 
     def __post_init__(self):
-        if self.expect not in (CANVAS_CHANGES, TEXT_CHANGES):
-            raise ValueError(f"expect must be CANVAS_CHANGES or TEXT_CHANGES, not {self.expect!r}")
+        if self.expect not in (CANVAS_CHANGES, TEXT_CHANGES, MARKUP_CHANGES):
+            raise ValueError("expect must be CANVAS_CHANGES, TEXT_CHANGES or MARKUP_CHANGES, "
+                             f"not {self.expect!r}")
 
     def __str__(self) -> str:
-        then = "canvas changes" if self.expect == CANVAS_CHANGES else "text changes"
+        then = self.expect.replace("-", " ")
         if self.contains:
             then += f" and shows {self.contains!r}"
         return f"w-{self.widget}: {self.action} -> {then}"
@@ -573,6 +580,10 @@ def visible_text(root) -> str:
     return root.evaluate("(el) => window.__harness.visibleText(el)")
 
 
+def html_markup(root) -> str:
+    return root.evaluate("(el) => window.__harness.htmlMarkup(el)")
+
+
 class InteractionFailed(Exception):
     """Raised by the steps of perform(); its message is one line for the report."""
 
@@ -598,7 +609,8 @@ def _perform(page, interaction: Interaction, shots_prefix: Path) -> None:
         root.scroll_into_view_if_needed()
         shots_prefix.parent.mkdir(parents=True, exist_ok=True)
         root.screenshot(path=f"{shots_prefix}-before.png")
-        snapshot = canvas_pixels if interaction.expect == CANVAS_CHANGES else visible_text
+        snapshot = {CANVAS_CHANGES: canvas_pixels, MARKUP_CHANGES: html_markup}.get(
+            interaction.expect, visible_text)
         before = snapshot(root)
     except AssertionError as error:
         raise InteractionFailed(str(error)) from None

@@ -15,6 +15,7 @@ import pytest
 
 from browser_harness import (
     CANVAS_CHANGES,
+    MARKUP_CHANGES,
     REPO_ROOT,
     TEXT_CHANGES,
     Interaction,
@@ -47,6 +48,7 @@ INTERACTIONS: dict[str, list[Interaction]] = {
         Interaction("bars", press_slider("ArrowRight"), expect=CANVAS_CHANGES),
         Interaction("bars", click("highlight"), expect=CANVAS_CHANGES),
         Interaction("one-bar", press_slider("ArrowRight"), expect=CANVAS_CHANGES),
+        Interaction("svg-bars", press_slider("ArrowRight"), expect=MARKUP_CHANGES),
         Interaction("words", type_text("the zebra"), expect=TEXT_CHANGES,
                     contains="'zebra' is not in the vocabulary"),
     ],
