@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-from run_notebooks import executed  # noqa: E402  (tools/ is not a package)
+from run_notebooks import executed, joined_streams  # noqa: E402  (tools/ is not a package)
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 NAMES = ["01_tokens", "02_embeddings", "03_qkv", "04_mask_and_heads", "05_block", "06_output",
@@ -94,6 +94,18 @@ def test_stored_without_timestamps(path):
     timed = [i for i, c in enumerate(load(path)["cells"]) if "execution" in c.get("metadata", {})]
     assert not timed, (f"cells {timed} carry execution timestamps: "
                        "rerun with python tools/run_notebooks.py")
+
+
+def test_printed_text_is_stored_as_one_output_however_the_kernel_cut_it():
+    from nbformat.v4 import new_output
+    cut = [new_output("stream", name="stdout", text="a = 1\n"), new_output("stream", name="stdout", text="b = 2\n"),
+           new_output("stream", name="stderr", text="careful\n"),
+           new_output("execute_result", data={"text/plain": "3"}, execution_count=1),
+           new_output("stream", name="stdout", text="c\n")]
+    joined = joined_streams(cut)
+    assert [(o.output_type, o.get("name"), o.get("text")) for o in joined] == [
+        ("stream", "stdout", "a = 1\nb = 2\n"), ("stream", "stderr", "careful\n"),
+        ("execute_result", None, None), ("stream", "stdout", "c\n")]
 
 
 @pytest.mark.slow

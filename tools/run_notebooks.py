@@ -4,10 +4,11 @@
     python tools/run_notebooks.py notebooks/07_generation.ipynb
 
 Like `jupyter nbconvert --execute --inplace`, except that the file comes out the same
-every run: no execution timestamps in the cells' metadata, and the widget models' random
-ids replaced by ids derived from the notebook's name and the order the models were made
-in. A rerun then changes the stored file only where what the code computes changed.
-Each notebook runs in its own folder, as JupyterLab runs it.
+every run: no execution timestamps in the cells' metadata, a cell's printed text stored
+as one output however the kernel happened to cut it into messages, and the widget
+models' random ids replaced by ids derived from the notebook's name and a fixed order.
+A rerun then changes the stored file only where what the code computes changed. Each
+notebook runs in its own folder, as JupyterLab runs it.
 """
 
 from __future__ import annotations
@@ -32,9 +33,29 @@ def executed(path: Path) -> str:
     notebook = nbformat.read(path, as_version=4)
     NotebookClient(notebook, timeout=600, kernel_name="python3", record_timing=False,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
-    for cell in notebook.cells:                # timing left by an older run
-        cell.metadata.pop("execution", None)
+    for cell in notebook.cells:
+        cell.metadata.pop("execution", None)   # timing left by an older run
+        if cell.cell_type == "code":
+            cell.outputs = joined_streams(cell.outputs)
+    for model in widget_state(notebook).values():   # what Output widgets captured
+        if model.get("model_name") == "OutputModel":
+            model["state"]["outputs"] = joined_streams(
+                nbformat.from_dict(model["state"].get("outputs", [])))
     return stable_widget_ids(nbformat.writes(notebook), path.stem)
+
+
+def joined_streams(outputs: list) -> list:
+    """One output per run of printed text: how the kernel cut a cell's prints into
+    messages depends on timing, not on the code (nbval joins them the same way)."""
+    joined: list = []
+    for output in outputs:
+        last = joined[-1] if joined else None
+        if (output.output_type == "stream" and last is not None
+                and last.output_type == "stream" and last.name == output.name):
+            last.text += output.text
+        else:
+            joined.append(output)
+    return joined
 
 
 def run(path: Path) -> float:
@@ -45,6 +66,12 @@ def run(path: Path) -> float:
     return time.perf_counter() - start
 
 
+def widget_state(notebook) -> dict:
+    """The stored widget models, by id ({} if the notebook stores none)."""
+    return (notebook.metadata.get("widgets", {})
+            .get("application/vnd.jupyter.widget-state+json", {}).get("state", {}))
+
+
 def stable_widget_ids(text: str, name: str) -> str:
     """Rename each widget model after its notebook and its place in a fixed order.
 
@@ -53,8 +80,7 @@ def stable_widget_ids(text: str, name: str) -> str:
     cell by cell, each followed by the models it refers to (in the order its state,
     keys sorted, names them); then any model no output reaches, by content."""
     notebook = nbformat.reads(text, as_version=4)
-    state = (notebook.metadata.get("widgets", {})
-             .get("application/vnd.jupyter.widget-state+json", {}).get("state", {}))
+    state = widget_state(notebook)
     order: list[str] = []
 
     def visit(model_id: str) -> None:
