@@ -138,7 +138,7 @@ window.__latency = {
 
 @dataclass
 class Target:
-    """A widget to time: w-<widget> in <notebook>, watched as 'text' or 'canvas'."""
+    """A widget to time: w-<widget> in <notebook>, watched as 'text', 'canvas' or 'markup'."""
 
     role: str  # "floor", "plot floor", "svg" or "plot"
     notebook: str  # relative to the repository root
