@@ -38,7 +38,6 @@ def test_there_are_notebooks_for_nbval_to_check():
     assert sorted((REPO_ROOT / "notebooks").glob("*.ipynb")), "no notebooks/*.ipynb"
 
 
-@pytest.mark.skipif(not (REPO_ROOT / "toy_model.py").exists(), reason="no toy_model.py yet")
 def test_toy_model_imports_where_kernels_run(tmp_path):
     # JupyterLab and nbval start kernels in notebooks/, not at the repository root, so
     # toy_model must import from any folder: `pip install -r requirements.txt` installs
@@ -50,3 +49,26 @@ def test_toy_model_imports_where_kernels_run(tmp_path):
         "toy_model is not importable outside the repository root; run "
         f"`pip install -r requirements.txt` (it has `-e .`):\n{result.stderr}")
     assert result.stdout.strip() == str(REPO_ROOT / "toy_model.py")
+    widgets = subprocess.run(
+        [sys.executable, "-c", "import toy_widgets; print(toy_widgets.__file__)"],
+        cwd=tmp_path, capture_output=True, text=True)
+    assert widgets.stdout.strip() == str(REPO_ROOT / "toy_widgets.py"), widgets.stderr
+
+
+def test_the_model_imports_with_numpy_alone():
+    # toy_model.py is the model a learner reads; the plots and widgets live in
+    # toy_widgets.py and load only when a notebook first asks toy_model for one of them.
+    code = ("import sys, toy_model as tm; heavy = ('matplotlib', 'ipywidgets', 'IPython');"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy));"
+            "tm.logit_playground; print('matplotlib' in sys.modules, 'ipywidgets' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    before, after = result.stdout.splitlines()
+    assert before == "[]", f"importing toy_model pulled in {before}"
+    assert after == "True True", "tm.logit_playground did not load toy_widgets"
+
+
+def test_toy_model_says_which_names_it_lacks():
+    import toy_model as tm
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        tm.no_such_name  # noqa: B018
