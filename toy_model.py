@@ -370,6 +370,12 @@ def generate(prompt, temperature=0.0, top_k=None, top_p=None, seed=0, params=PAR
     return steps
 
 
+# --- 6. Learning: the loss's gradient, by hand (lab 08) -----------------------------
+
+
+# --- 7. GPT-2 small: its tokenizer and its checkpoint (lab 09) ----------------------
+
+
 # --- The notebooks' plots and widgets --------------------------------------------
 # They live in toy_widgets.py (matplotlib, ipywidgets), so that the model above imports
 # with numpy alone. A notebook still writes `tm.logit_playground()`: the first name this

@@ -2,6 +2,7 @@
 
     python tools/run_notebooks.py                  # all of notebooks/
     python tools/run_notebooks.py notebooks/07_generation.ipynb
+    python tools/run_notebooks.py --out /tmp/runs notebooks/06_output.ipynb   # leave the stored file alone
 
 Like `jupyter nbconvert --execute --inplace`, except that the file comes out the same
 every run: no execution timestamps in the cells' metadata, a cell's printed text stored
@@ -15,8 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import argparse
 import re
-import sys
 import time
 from pathlib import Path
 
@@ -58,11 +59,12 @@ def joined_streams(outputs: list) -> list:
     return joined
 
 
-def run(path: Path) -> float:
-    """Execute one notebook in place; return the seconds it took."""
+def run(path: Path, out: Path | None = None) -> float:
+    """Execute one notebook and store it (in place, or into the folder `out`); return
+    the seconds it took."""
     start = time.perf_counter()
     text = executed(path)
-    path.write_text(text, encoding="utf-8")
+    (out / path.name if out else path).write_text(text, encoding="utf-8")
     return time.perf_counter() - start
 
 
@@ -107,11 +109,21 @@ def stable_widget_ids(text: str, name: str) -> str:
     return nbformat.writes(notebook)
 
 
-def main(paths: list[str]) -> None:
-    notebooks = [Path(p) for p in paths] or sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))
-    for path in notebooks:
-        print(f"{path}: ran in {run(path.resolve()):.1f} s")
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("notebooks", nargs="*", type=Path,
+                        help="notebooks to run (default: every notebook in notebooks/)")
+    parser.add_argument("--out", type=Path, help="store the executed notebooks in this folder "
+                        "instead of in place (to check a notebook without touching it)")
+    args = parser.parse_args()
+    missing = [str(p) for p in args.notebooks if not p.is_file()]
+    if missing:
+        parser.error(f"no such notebook: {', '.join(missing)}")
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+    for path in args.notebooks or sorted((REPO_ROOT / "notebooks").glob("*.ipynb")):
+        print(f"{path}: ran in {run(path.resolve(), args.out):.1f} s")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()
