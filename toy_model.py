@@ -47,10 +47,20 @@ N_HEAD = 2
 
 
 def show(token):
-    """A token as the course prints it: the leading space made visible (" the" -> "␣the")."""
-    if isinstance(token, (int, np.integer)):
-        token = VOCAB[token]
+    """A token as the course prints it: the leading space made visible (" the" -> "␣the").
+    Takes the token's text or its id."""
+    if isinstance(token, (int, np.integer)) and not isinstance(token, bool):
+        token = VOCAB[as_ids([token], "show")[0]]
+    if not isinstance(token, str):
+        raise ValueError(f"show takes a token's text or its id (0 to {len(VOCAB) - 1}), "
+                         f"not {type(token).__name__}.")
     return token.replace(" ", "␣")
+
+
+def _short(text, limit=24):
+    """A piece of the learner's text for a message: ␣ for spaces, cut if long."""
+    text = show(text)
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def encode(text):
@@ -74,8 +84,9 @@ def encode(text):
         while rest:
             match = max((t for t in VOCAB[:EOT] if rest.startswith(t)), key=len, default=None)
             if match is None:
+                where = "" if rest == piece else f" (in {_short(piece)!r})"
                 raise ValueError(
-                    f"The toy vocabulary has no token for {show(rest)!r} (in {show(piece)!r}). "
+                    f"The toy vocabulary has no token for {_short(rest)!r}{where}. "
                     f"It knows only: {', '.join(show(t) for t in VOCAB)}; "
                     "lower case, one space between words, '.' straight after a word.")
             ids.append(VOCAB.index(match))
@@ -85,11 +96,27 @@ def encode(text):
 
 def decode(ids):
     """Token ids -> text: look each id up and join the strings (spaces are part of tokens)."""
-    ids = [int(i) for i in ids]
-    bad = [i for i in ids if not 0 <= i < len(VOCAB)]
+    return "".join(VOCAB[i] for i in as_ids(ids, "decode"))
+
+
+def as_ids(ids, who, vocab_size=len(VOCAB)):
+    """ids as a list of Python ints, or one sentence saying what `who` needs instead."""
+    if isinstance(ids, str):
+        raise ValueError(f"{who} takes token ids, not text: turn text into ids with encode() first.")
+    try:
+        arr = np.asarray(ids)
+    except ValueError:
+        arr = np.asarray([None])
+    if arr.ndim != 1 and arr.size > 0:
+        raise ValueError(f"{who} takes one list of token ids, not an array of shape {arr.shape}.")
+    if arr.size and arr.dtype.kind not in "iu":
+        raise ValueError(f"{who} takes token ids, which are whole numbers from 0 to "
+                         f"{vocab_size - 1}; got {_short(str(ids[0]))!r} among them.")
+    ids = [int(i) for i in arr]
+    bad = [i for i in ids if not 0 <= i < vocab_size]
     if bad:
-        raise ValueError(f"Token id {bad[0]} does not exist: ids run from 0 to {len(VOCAB) - 1}.")
-    return "".join(VOCAB[i] for i in ids)
+        raise ValueError(f"Token id {bad[0]} does not exist: ids run from 0 to {vocab_size - 1}.")
+    return ids
 
 
 # --- 2. The weights, in GPT-2's layout ----------------------------------------
@@ -158,7 +185,51 @@ def _ln_params(d):
     return {"g": np.ones(d), "b": np.zeros(d)}
 
 
-PARAMS = {
+class Frozen(np.ndarray):
+    """A weight of the model: read-only, so that every cell of every notebook sees the same
+    model. Anything computed from it is an ordinary array."""
+
+    def __setitem__(self, key, value):
+        if not self.flags.writeable:
+            raise ValueError("The model's weights are read-only, so that every notebook sees the "
+                             "same model: experiment on a copy, params = tm.copy_params() "
+                             "(or E = tm.PARAMS['wte'].copy()).")
+        super().__setitem__(key, value)
+
+    def __getitem__(self, key):
+        part = super().__getitem__(key)
+        return part.view(np.ndarray) if isinstance(part, np.ndarray) else part
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        array = array.view(np.ndarray)
+        return array[()] if return_scalar else array
+
+    def __repr__(self):
+        return repr(self.view(np.ndarray))
+
+
+def freeze(tree):
+    """The same nested weights, every array read-only (a Frozen view)."""
+    if isinstance(tree, dict):
+        return {k: freeze(v) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [freeze(v) for v in tree]
+    arr = np.array(tree, dtype=float).view(Frozen)
+    arr.flags.writeable = False
+    return arr
+
+
+def copy_params(params=None):
+    """A writable copy of the weights (of PARAMS by default), to change and run."""
+    tree = PARAMS if params is None else params
+    if isinstance(tree, dict):
+        return {k: copy_params(v) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [copy_params(v) for v in tree]
+    return np.array(tree)
+
+
+PARAMS = freeze({
     "wte": _wte,                                   # [V, d]     token embeddings
     "wpe": _wpe,                                   # [n_ctx, d] position embeddings
     "blocks": [{
@@ -171,7 +242,7 @@ PARAMS = {
     }],
     "ln_f": _ln_params(4),
     "w_u": _w_u,                                   # [d, V]     the toy's own unembedding
-}
+})
 
 
 # --- 3. The pieces of the forward pass ------------------------------------------
@@ -185,13 +256,14 @@ def layer_norm(x, g, b, eps=1e-5):
 
 def gelu(x):
     """GPT-2's GELU (the tanh form): like ReLU, but smooth and slightly negative below 0."""
-    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1 + np.tanh((2 / np.pi) ** 0.5 * (x + 0.044715 * x ** 3)))
 
 
 def softmax(z, axis=-1):
     """Scores -> probabilities. Subtracting the max first changes nothing (a constant
     shift cancels) but keeps e^z finite for logits like 1000."""
-    z = np.asarray(z, dtype=float)
+    z = np.asarray(z)
+    z = z if z.dtype.kind == "f" else z.astype(float)   # float32 stays float32
     if not np.all(np.isfinite(z) | (z == -np.inf)):
         raise ValueError("Logits must be finite numbers (NaN or +infinity found); "
                          "any real number is allowed, even ±1000.")
@@ -213,26 +285,28 @@ def causal_mask(n):
     return np.tril(np.ones((n, n), dtype=bool))     # [n, n]
 
 
-def attention(q, k, v, mask=True):
+def attention(q, k, v, mask=True, trace=None):
     """One head: scores = q k^T / sqrt(d_head), softmax by row, weighted sum of v."""
-    scores = q @ k.T / np.sqrt(q.shape[-1])         # [n, n]
+    scores = q @ k.T / q.shape[-1] ** 0.5           # [n, n]
     if mask:
         scores = np.where(causal_mask(len(q)), scores, -np.inf)
     weights = softmax(scores)                       # [n, n], rows sum to 1
-    return weights @ v, scores, weights             # [n, d_head]
+    out = weights @ v                               # [n, d_head]
+    if trace is not None:
+        trace.update(q=q, k=k, v=v, scores=scores, weights=weights, out=out)
+    return out
 
 
 def multi_head(x, c_attn, c_proj, n_head, mask=True, trace=None):
     """All heads side by side: project to q, k, v, split into heads, attend, concat, W_O."""
     q, k, v = np.split(linear(x, **c_attn), 3, axis=-1)    # [n, 3d] -> 3 x [n, d]
     qs, ks, vs = (np.split(m, n_head, axis=-1) for m in (q, k, v))   # n_head x [n, d_head]
-    heads = [attention(*qkv, mask=mask) for qkv in zip(qs, ks, vs)]
-    concat = np.hstack([out for out, _, _ in heads])       # [n, d]
+    heads = [{} for _ in range(n_head)]                     # what each head computed
+    concat = np.hstack([attention(*qkv, mask=mask, trace=t)
+                        for qkv, t in zip(zip(qs, ks, vs, strict=True), heads, strict=True)])
     out = linear(concat, **c_proj)                          # [n, d]
     if trace is not None:
-        trace.update(q=q, k=k, v=v, concat=concat, attn=out,
-                     heads=[{"q": qh, "k": kh, "v": vh, "scores": s, "weights": w, "out": o}
-                            for qh, kh, vh, (o, s, w) in zip(qs, ks, vs, heads)])
+        trace.update(q=q, k=k, v=v, concat=concat, attn=out, heads=heads)
     return out
 
 
@@ -246,12 +320,15 @@ def mlp(x, c_fc, c_proj, trace=None):
     return out
 
 
-def block(x, p, n_head, attention_on=True, mlp_on=True, mask=True, trace=None):
-    """Pre-LN transformer block with parameters p: h = x + attn(LN1(x)), y = h + mlp(LN2(h))."""
-    a = layer_norm(x, **p["ln_1"])                  # [n, d]
-    h = x + multi_head(a, **p["attn"], n_head=n_head, mask=mask, trace=trace) if attention_on else x
-    u = layer_norm(h, **p["ln_2"])
-    y = h + mlp(u, **p["mlp"], trace=trace) if mlp_on else h
+# Each piece takes its weights by their GPT-2 names (layer_norm(x, g, b), linear(x, w, b),
+# mlp(x, c_fc, c_proj)); a block takes its whole dict, blk = params["blocks"][i].
+
+def block(x, blk, n_head, attention_on=True, mlp_on=True, mask=True, trace=None):
+    """Pre-LN transformer block: h = x + attn(LN1(x)), y = h + mlp(LN2(h))."""
+    a = layer_norm(x, **blk["ln_1"])                # [n, d]
+    h = x + multi_head(a, **blk["attn"], n_head=n_head, mask=mask, trace=trace) if attention_on else x
+    u = layer_norm(h, **blk["ln_2"])
+    y = h + mlp(u, **blk["mlp"], trace=trace) if mlp_on else h
     if trace is not None:
         trace.update(ln1=a, h=h, ln2=u, y=y)
     return y                                        # [n, d]
@@ -264,27 +341,34 @@ def unembed(f, params, tied=False):
 
 
 def check_ids(ids, n_ctx=N_CTX, vocab_size=len(VOCAB)):
-    ids = [int(i) for i in ids]
+    """ids the model can run: at least one, at most n_ctx, each an id of the vocabulary."""
+    ids = as_ids(ids, "The model", vocab_size)
     if not ids:
         raise ValueError("No tokens: the model needs at least one token to predict the next.")
     if len(ids) > n_ctx:
         raise ValueError(f"The prompt has {len(ids)} tokens but the context holds at most {n_ctx}: "
                          f"shorten it to {n_ctx} tokens or fewer.")
-    bad = [i for i in ids if not 0 <= i < vocab_size]
-    if bad:
-        raise ValueError(f"Token id {bad[0]} does not exist: ids run from 0 to {vocab_size - 1}.")
     return ids
+
+
+def check_n_head(n_head, d):
+    if isinstance(n_head, bool) or not isinstance(n_head, (int, np.integer)) or not 0 < n_head <= d \
+            or d % n_head:
+        raise ValueError(f"n_head must be a whole number that divides d = {d} (each head gets "
+                         f"d / n_head dimensions), not {n_head!r}.")
+    return int(n_head)
 
 
 def forward(ids, params=PARAMS, n_head=N_HEAD, attention_on=True, mlp_on=True,
             tied=False, mask=True, trace=None):
     """ids -> logits [n, V]. Pass a dict as trace to get every intermediate by name."""
     ids = check_ids(ids, len(params["wpe"]), len(params["wte"]))
+    n_head = check_n_head(n_head, params["wte"].shape[1])
     x = embed(ids, params["wte"], params["wpe"])    # [n, d]
     y = x
-    for i, p in enumerate(params["blocks"]):
+    for blk in params["blocks"]:
         t = {} if trace is not None else None
-        y = block(y, p, n_head=n_head, attention_on=attention_on, mlp_on=mlp_on, mask=mask, trace=t)
+        y = block(y, blk, n_head=n_head, attention_on=attention_on, mlp_on=mlp_on, mask=mask, trace=t)
         if trace is not None:
             trace.setdefault("blocks", []).append(t)
     f = layer_norm(y, **params["ln_f"])            # [n, d]
@@ -310,60 +394,121 @@ def run(text_or_ids="the cat climbed the", **options):
 
 # --- 4. The loss ---------------------------------------------------------------
 
+def log_softmax(z):
+    """ln p, straight from the logits: z - ln(sum e^z), with the max subtracted first
+    (the "log-sum-exp" trick). Training code computes the loss this way, never forming p."""
+    softmax(z)                                      # the same checks: no NaN, no +infinity
+    z = z - z.max(axis=-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+
 def cross_entropy(logits, targets):
     """Mean of -ln p(target) over the rows: the number training makes small."""
-    p = softmax(logits)
-    return float(np.mean(-np.log(p[np.arange(len(targets)), targets])))
+    logits = np.asarray(logits)
+    if logits.ndim != 2:
+        raise ValueError("cross_entropy takes one row of logits per position (n x V), not an array "
+                         f"of shape {logits.shape}; for one position use logits[None].")
+    targets = as_ids(targets, "cross_entropy's targets", logits.shape[1])
+    if len(targets) != len(logits):
+        raise ValueError(f"cross_entropy needs one target per row of logits: {len(logits)} rows, "
+                         f"{len(targets)} targets.")
+    log_p = log_softmax(logits)                     # [n, V]
+    return float(-log_p[np.arange(len(targets)), targets].mean())
+
+
+def entropy(p):
+    """How spread out a distribution is, in nats: 0 when one token is certain,
+    ln 12 = 2.485 when all 12 are equally likely."""
+    p = np.asarray(p, dtype=float)
+    if p.ndim != 1 or p.size == 0 or np.any(p < 0) or not np.isclose(p.sum(), 1):
+        raise ValueError("entropy takes one probability distribution: non-negative numbers "
+                         "that add up to 1.")
+    p = p[p > 0]
+    return float(-(p * np.log(p)).sum())
 
 
 # --- 5. Choosing the next token ------------------------------------------------
 
+def _is_number(x):
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+
+
+def check_sampling(temperature=1.0, top_k=None, top_p=None):
+    """The settings of next_token_probs, or one sentence saying which is wrong and what is allowed."""
+    if not _is_number(temperature) or not np.isfinite(temperature) or temperature < 0:
+        raise ValueError(f"Temperature must be 0 (greedy) or a positive number, not {temperature!r}.")
+    if top_k is not None and not (_is_number(top_k) and float(top_k).is_integer() and top_k >= 1):
+        raise ValueError(f"top-k must be a whole number of at least 1, not {top_k!r}.")
+    if top_p is not None and not (_is_number(top_p) and 0 < top_p <= 1):
+        raise ValueError(f"top-p must be above 0 and at most 1, not {top_p!r}.")
+
+
 def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None):
-    """The distribution a token is drawn from: logits / T, then keep the top k tokens
-    and/or the smallest set whose p adds up to top_p, and renormalise.
+    """The distribution a token is drawn from, in the order Hugging Face's transformers and
+    vLLM use: divide the logits by T; keep the k most likely tokens and renormalise; then
+    keep the smallest set of those whose p adds up to top_p, and renormalise again.
     temperature 0 means greedy: all the probability on the largest logit."""
-    logits = np.asarray(logits, dtype=float)
-    if not np.isfinite(temperature) or temperature < 0:
-        raise ValueError(f"Temperature must be 0 (greedy) or a positive number, not {temperature}.")
-    if top_k is not None and not (float(top_k).is_integer() and 1 <= top_k):
-        raise ValueError(f"top-k must be a whole number of at least 1, not {top_k}.")
-    if top_p is not None and not 0 < top_p <= 1:
-        raise ValueError(f"top-p must be above 0 and at most 1, not {top_p}.")
+    check_sampling(temperature, top_k, top_p)
+    z = np.asarray(logits, dtype=float)
+    if z.ndim != 1 or z.size == 0:
+        raise ValueError("next_token_probs takes one row of logits (V numbers), not an array of "
+                         f"shape {z.shape}; for the next token use the last row, logits[-1].")
+    if np.all(z == -np.inf):
+        raise ValueError("Every logit is -infinity: at least one token must have a finite logit.")
+    softmax(z)                                      # rejects NaN and +infinity with its sentence
     if temperature == 0:
-        p = np.zeros(len(logits))
-        p[np.argmax(softmax(logits))] = 1.0        # softmax first: it rejects NaN
+        p = np.zeros(len(z))
+        p[np.argmax(z)] = 1.0
         return p
-    p = softmax(logits / temperature)
-    keep = np.ones(len(p), dtype=bool)
+    with np.errstate(over="ignore"):                # a tiny T sends the others to -infinity
+        p = softmax((z - z.max()) / temperature)    # shift first: the largest stays at 0
     order = np.argsort(-p, kind="stable")           # most likely first
     if top_k is not None:
-        keep[order[int(top_k):]] = False
+        p[order[int(top_k):]] = 0.0
+        p = p / p.sum()
     if top_p is not None:
         before = np.cumsum(p[order]) - p[order]     # mass of the tokens ranked above
-        keep[order[before >= top_p]] = False        # keep until the mass reaches top_p
-    p = np.where(keep, p, 0.0)
-    return p / p.sum()
+        p[order[before >= top_p]] = 0.0             # keep until the mass reaches top_p
+        p = p / p.sum()
+    return p
+
+
+def check_seed(seed):
+    if not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and 0 <= seed < 2**63):
+        raise ValueError(f"The seed must be a whole number from 0 to 2**63 - 1, not {seed!r}.")
+    return int(seed)
 
 
 def sample(p, rng):
-    """Draw one token id from p with a numpy Generator (seeded, so results repeat)."""
+    """Draw one token id from p. rng: a numpy Generator (np.random.default_rng(seed)) or a
+    seed; seeded, the same draws come out every time."""
+    if not isinstance(rng, np.random.Generator):
+        rng = np.random.default_rng(check_seed(rng))
+    p = np.asarray(p, dtype=float)
+    if p.ndim != 1 or p.size == 0 or np.any(~(p >= 0)) or not np.isclose(p.sum(), 1):
+        raise ValueError("sample takes one probability distribution: non-negative numbers "
+                         "that add up to 1.")
     return int(rng.choice(len(p), p=p))
 
 
-def generate(prompt, temperature=0.0, top_k=None, top_p=None, seed=0, params=PARAMS, max_new=None):
-    """Pick, append, repeat: until <|endoftext|> or the context is full.
+def generate(prompt, temperature=0.0, top_k=None, top_p=None, seed=0, params=PARAMS,
+             n_head=N_HEAD, max_new=None):
+    """Pick, append, repeat: until <|endoftext|>, the context is full, or max_new new tokens.
 
     Returns a list of steps, each {"ids": context, "p": distribution, "next": chosen id}.
     Only the last row's logits are used at each step."""
-    ids = encode(prompt) if isinstance(prompt, str) else list(prompt)
+    ids = encode(prompt) if isinstance(prompt, str) else as_ids(prompt, "generate", len(params["wte"]))
     check_ids(ids, len(params["wpe"]), len(params["wte"]))
-    next_token_probs(np.zeros(1), temperature, top_k, top_p)     # validate the settings first
-    rng = np.random.default_rng(seed)
+    check_sampling(temperature, top_k, top_p)
+    if max_new is not None and not (isinstance(max_new, (int, np.integer))
+                                    and not isinstance(max_new, bool) and max_new >= 0):
+        raise ValueError(f"max_new must be a whole number of tokens, 0 or more, not {max_new!r}.")
+    rng = np.random.default_rng(check_seed(seed))
     steps = []
-    while len(ids) < len(params["wpe"]) and (not ids or ids[-1] != EOT):
+    while len(ids) < len(params["wpe"]) and ids[-1] != EOT:
         if max_new is not None and len(steps) >= max_new:
             break
-        p = next_token_probs(forward(ids, params)[-1], temperature, top_k, top_p)
+        p = next_token_probs(forward(ids, params, n_head)[-1], temperature, top_k, top_p)
         nxt = int(np.argmax(p)) if temperature == 0 else sample(p, rng)
         steps.append({"ids": list(ids), "p": p, "next": nxt})
         ids.append(nxt)

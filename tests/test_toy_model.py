@@ -92,8 +92,20 @@ def test_sorted_order_of_the_last_row():
                      "<|endoftext|>", "␣climb", "."]
 
 
-def test_uniform_guess_is_ln_12():
-    assert round(math.log(12), 3) == 2.485
+def test_entropy_of_a_uniform_guess_is_ln_12_and_of_a_certain_one_0():
+    assert abs(tm.entropy(np.full(12, 1 / 12)) - 2.485) < 5e-4
+    assert tm.entropy(np.eye(12)[6]) == 0
+    p = tm.run(TEXT)["p"][-1]
+    assert np.isclose(tm.entropy(p), -sum(q * math.log(q) for q in p))
+
+
+def test_the_mean_loss_is_the_pages_and_log_softmax_is_ln_p():
+    r = tm.run(TEXT)
+    targets = tm.encode(TEXT)[1:] + [tm.VOCAB.index(" roof")]
+    assert abs(tm.cross_entropy(r["logits"], targets) - PAGE["mean loss"]) < 5e-4
+    z = r["logits"]
+    by_hand = [[zj - math.log(sum(math.exp(a) for a in row)) for zj in row] for row in z]
+    assert np.allclose(tm.log_softmax(z), by_hand, atol=1e-12)
 
 
 def test_tied_weights_favour_the_token_itself():
@@ -279,6 +291,68 @@ def test_sampling_with_a_seed_repeats():
     a = tm.generate(TEXT, temperature=1.5, seed=4)
     b = tm.generate(TEXT, temperature=1.5, seed=4)
     assert [s["next"] for s in a] == [s["next"] for s in b]
+    runs = {tuple(s["next"] for s in tm.generate(TEXT, temperature=1.5, seed=k)) for k in range(20)}
+    assert len(runs) > 3                           # and other seeds draw other tokens
+
+
+@pytest.mark.parametrize("temperature", [0.3, 1.0, 1.5, 4.0])
+def test_generate_draws_from_softmax_of_z_over_t(temperature):
+    steps = tm.generate(TEXT, temperature=temperature, seed=1)
+    for step in steps:
+        z = tm.forward(step["ids"])[-1]
+        e = [math.exp(a / temperature) for a in z]
+        assert np.allclose(step["p"], [a / sum(e) for a in e], atol=1e-12)
+
+
+def test_generate_uses_the_weights_and_heads_it_is_given():
+    rng = np.random.default_rng(5)
+    params = random_params(rng, vocab=12, n_ctx=8, d=8, n_layer=2)
+    steps = tm.generate([0, 1], params=params, n_head=4, max_new=3)
+    assert len(steps) == 3
+    ref = reference_forward([0, 1], params, 4)[-1]
+    assert steps[0]["next"] == int(np.argmax(ref))
+    assert not np.allclose(tm.forward([0, 1], params, n_head=2), tm.forward([0, 1], params, n_head=4))
+
+
+def reference_sampling_filter(z, temperature, top_k=None, top_p=None):
+    """Hugging Face's order, written again: T, then top-k, then top-p on the renormalised
+    top-k distribution (a token stays if the mass ranked strictly above it is < top_p)."""
+    z = [a / temperature for a in z]
+    ranked = sorted(range(len(z)), key=lambda j: -z[j])
+    kept = ranked[:top_k] if top_k else ranked
+    total = sum(math.exp(z[j]) for j in kept)
+    probs = {j: math.exp(z[j]) / total for j in kept}
+    if top_p is not None:
+        mass, nucleus = 0.0, []
+        for j in kept:
+            if mass >= top_p:
+                break
+            nucleus.append(j)
+            mass += probs[j]
+        total = sum(probs[j] for j in nucleus)
+        probs = {j: probs[j] / total for j in nucleus}
+    return np.array([probs.get(j, 0.0) for j in range(len(z))])
+
+
+def test_top_p_is_measured_after_top_k():
+    """At T = 1, k = 3, p = 0.6: the top 3 renormalised give ␣roof 0.632, so ␣roof alone
+    reaches 0.6 (measured before top-k it would need ␣wall too)."""
+    z = tm.run(TEXT)["logits"][-1]
+    p = tm.next_token_probs(z, 1.0, top_k=3, top_p=0.6)
+    assert [tm.show(int(j)) for j in np.nonzero(p)[0]] == ["␣roof"]
+    assert [tm.show(int(j)) for j in np.nonzero(tm.next_token_probs(z, 1.0, top_p=0.6))[0]] == \
+        ["␣roof", "␣wall", "␣sofa"]
+
+
+def test_sampling_filters_match_the_reference_on_random_logits():
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        z = rng.normal(0, rng.uniform(0.5, 4), rng.integers(2, 30))
+        t = float(rng.choice([0.25, 0.7, 1.0, 2.0]))
+        k = None if rng.random() < 0.3 else int(rng.integers(1, len(z) + 1))
+        top_p = None if rng.random() < 0.3 else float(rng.uniform(0.05, 1.0))
+        assert np.allclose(tm.next_token_probs(z, t, k, top_p), reference_sampling_filter(z, t, k, top_p),
+                           atol=1e-12), (z, t, k, top_p)
 
 
 def test_sampling_follows_p():
@@ -317,10 +391,87 @@ def test_cross_entropy_is_the_mean_of_minus_ln_p():
     (lambda: tm.next_token_probs([0.0, float("nan")], 0), "NaN"),
     (lambda: tm.softmax([0.0, float("inf")]), "finite"),
     (lambda: tm.generate("the cat", temperature=-2), "positive"),
+    # ids that are not whole numbers, or not ids at all
+    (lambda: tm.forward([0.5, 1.2]), "whole numbers"),
+    (lambda: tm.forward("the cat"), "encode"),
+    (lambda: tm.forward([[0, 1], [2, 3]]), "one list"),
+    (lambda: tm.forward([0, float("nan")]), "whole numbers"),
+    (lambda: tm.decode([1.9]), "whole numbers"),
+    (lambda: tm.decode("012"), "not text"),
+    (lambda: tm.decode(tm.run(TEXT)["p"][-1]), "whole numbers"),
+    (lambda: tm.decode(np.zeros((2, 2), dtype=int)), "one list"),
+    (lambda: tm.show(12), "ids run from 0 to 11"),
+    (lambda: tm.show(-1), "ids run from 0 to 11"),
+    (lambda: tm.show(None), "text or its id"),
+    # next_token_probs: one row of logits, at least one finite
+    (lambda: tm.next_token_probs(tm.run(TEXT)["logits"]), "one row"),
+    (lambda: tm.next_token_probs(np.zeros((1, 12))), "one row"),
+    (lambda: tm.next_token_probs(np.zeros((0, 12))), "one row"),
+    (lambda: tm.next_token_probs([]), "one row"),
+    (lambda: tm.next_token_probs(np.full(12, -np.inf)), "-infinity"),
+    (lambda: tm.next_token_probs(np.zeros(12), "1"), "Temperature"),
+    (lambda: tm.next_token_probs(np.zeros(12), 1, top_k=True), "top-k"),
+    (lambda: tm.next_token_probs(np.zeros(12), 1, top_p=float("nan")), "top-p"),
+    # sampling and generation settings
+    (lambda: tm.sample(np.full(12, 1 / 12), -1), "seed"),
+    (lambda: tm.sample(np.full(12, 1 / 12), 1.5), "seed"),
+    (lambda: tm.sample(np.full(12, 1 / 12), 2**70), "seed"),
+    (lambda: tm.sample(np.full(12, 0.5), 0), "add up to 1"),
+    (lambda: tm.sample(tm.run(TEXT)["p"], 0), "one probability"),
+    (lambda: tm.generate("the cat", seed=-3), "seed"),
+    (lambda: tm.generate("the cat", seed=0.5), "seed"),
+    (lambda: tm.generate("the cat", max_new=-1), "max_new"),
+    (lambda: tm.generate("the cat", max_new=2.5), "max_new"),
+    (lambda: tm.generate("the cat", max_new=float("nan")), "max_new"),
+    (lambda: tm.generate("the cat", max_new="3"), "max_new"),
+    # the loss
+    (lambda: tm.cross_entropy(tm.run(TEXT)["logits"], [1, 2, 3, 4, 12]), "ids run from 0 to 11"),
+    (lambda: tm.cross_entropy(tm.run(TEXT)["logits"], [1, 2, 3, 4, -1]), "ids run from 0 to 11"),
+    (lambda: tm.cross_entropy(tm.run(TEXT)["logits"], [1, 2, 3]), "one target per row"),
+    (lambda: tm.cross_entropy(tm.run(TEXT)["logits"], []), "one target per row"),
+    (lambda: tm.cross_entropy(tm.run(TEXT)["logits"][-1], [6]), "one row of logits per position"),
+    # heads that do not divide d
+    (lambda: tm.forward([0, 2], n_head=3), "divides d = 4"),
+    (lambda: tm.forward([0, 2], n_head=0), "divides d = 4"),
+    (lambda: tm.run(TEXT, n_head=2.0), "divides d = 4"),
 ])
 def test_bad_input_gets_a_clear_message(call, words):
     with pytest.raises(ValueError, match=words.replace(".", r"\.")):
         call()
+
+
+def test_a_sample_takes_a_seed_or_a_generator():
+    p = tm.run(TEXT)["p"][-1]
+    assert tm.sample(p, 7) == tm.sample(p, np.random.default_rng(7))
+
+
+def test_a_tiny_temperature_is_greedy_not_an_error():
+    z = tm.run(TEXT)["logits"][-1]
+    for t in (1e-300, 5e-324):
+        assert np.array_equal(tm.next_token_probs(z, t), tm.next_token_probs(z, 0))
+
+
+def test_an_unknown_word_in_a_long_text_gets_a_short_message():
+    with pytest.raises(ValueError) as info:
+        tm.encode("the " + "x" * 200_000)
+    assert len(str(info.value)) < 400
+    with pytest.raises(ValueError) as info:
+        tm.encode("the cat jumped")
+    assert str(info.value).count("jumped") == 1      # not "'␣jumped' (in '␣jumped')"
+
+
+def test_the_weights_are_read_only_and_say_how_to_experiment():
+    E = tm.PARAMS["wte"]
+    with pytest.raises(ValueError, match="copy_params"):
+        E[tm.VOCAB.index(" climb")] = 0
+    with pytest.raises(ValueError, match="read-only"):
+        tm.PARAMS["blocks"][0]["mlp"]["c_proj"]["w"][1, 1] = 5
+    assert abs(tm.run(TEXT)["p"][-1][tm.VOCAB.index(" roof")] - 0.395) < 5e-4
+    mine = tm.copy_params()
+    mine["wte"][tm.VOCAB.index(" climb")] = 0                  # a copy changes freely
+    assert tm.run(TEXT, params=mine)["p"][-1][tm.VOCAB.index(" roof")] < 0.2
+    assert type(tm.run(TEXT)["x"]) is np.ndarray and tm.run(TEXT)["x"].flags.writeable
+    assert repr(E).startswith("array(")
 
 
 def test_huge_logits_stay_finite():
