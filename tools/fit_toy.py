@@ -23,27 +23,28 @@ every row of y is LINEAR in the free numbers. The fit has four steps:
    found keeps y_5 inside its region. A seeded random search over the ways to round
    each number up or down keeps the one with the widest margin, in float64 and float32.
 """
+import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import toy_model as tm  # noqa: E402
 
-# --- The Output page's figures -------------------------------------------------------
-Y5 = np.array([-0.436, 1.551, -0.461, 1.698])
-MEAN, SUM, STD = 0.588, 2.352, 1.038
-F5 = np.array([-0.987, 0.928, -1.011, 1.069])
-#               the  ␣the   ␣cat   ␣dog  ␣climb   ed   ␣roof  ␣wall  ␣sofa ␣floor    .     eot
-Z5 = np.array([0, 0.418, 0.634, 0.564, -0.945, 0.410, 2.491, 1.463, 0.999, 0.970, -2.056, -0.518])
-E5 = np.array([1, 1.519, 1.886, 1.757, 0.389, 1.507, 12.069, 4.318, 2.715, 2.637, 0.128, 0.596])
-P5 = np.array([0.033, 0.050, 0.062, 0.058, 0.013, 0.049, 0.395, 0.141, 0.089, 0.086, 0.004, 0.020])
-SUM_E = 30.521
-ROWS = [(0.500, 0.693), (0.444, 0.811), (0.274, 1.295), (0.311, 1.169)]   # p, -ln p, rows 1-4
-MEAN_LOSS = 0.979
-OFF = {2: 0.455, 3: 0.143, 6: 0.143}          # attention off: ␣cat, ␣dog, ␣roof
-TOL = 5e-4
+# --- The Output page's figures (typed once, in tools/output_page.py) --------------------
+import output_page as page  # noqa: E402
+
+Y5 = np.array(page.Y5)
+MEAN, SUM, STD = page.MEAN, page.SUM, page.STD
+F5 = np.array(page.F5)
+Z5, E5, P5 = (np.array([page.LAST_ROW[t][k] for t in tm.VOCAB]) for k in range(3))
+SUM_E = page.SUM_E
+ROWS = page.ROWS[:4]                            # p, -ln p, rows 1-4 (row 5 is y_5's)
+MEAN_LOSS = page.MEAN_LOSS
+OFF = {tm.VOCAB.index(t): p for t, p in page.ATTENTION_OFF.items()}   # attention off
+TOL = page.TOL
 
 PROMPT = [0, 2, 4, 5, 1]                        # the ␣cat ␣climb ed ␣the
 CONTEXT = PROMPT + [6, 10]                      # ... ␣roof . : greedy must go on to "." and eot
@@ -215,11 +216,19 @@ def fit(seed=3, samples=2_000_000):
     return best, best_margin
 
 
-if __name__ == "__main__":
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 unless the fitted numbers equal those in toy_model.py")
+    args = parser.parse_args()
     rows, margin = fit()
     print(f"# fitted c_proj rows for units {tm.FITTED_UNITS}; y_5 margin {margin:.1e}")
     print("[" + ",\n ".join("[" + ", ".join(f"{v:.4f}" for v in r) + "]" for r in rows) + "]")
-    if "--check" in sys.argv:
+    if args.check:
         same = np.array_equal(rows, tm.PARAMS["blocks"][0]["mlp"]["c_proj"]["w"][tm.FITTED_UNITS])
         print("same as toy_model.py" if same else "DIFFERENT from toy_model.py")
         sys.exit(0 if same else 1)
+
+
+if __name__ == "__main__":
+    main()
