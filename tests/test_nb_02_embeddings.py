@@ -1,7 +1,5 @@
 """Notebook 02 (Embeddings): the scatter widget and its plot helper, without a browser."""
 
-
-
 import numpy as np
 
 import toy_model as tm
@@ -64,8 +62,22 @@ def test_same_dimension_twice_gives_a_sentence_and_keeps_the_plot():
     np.testing.assert_array_equal(dots.get_offsets(), tm.PARAMS["wte"][:, [3, 2]])
 
 
-def test_static_plot_helper_labels_every_token():
+def test_static_plot_helper_labels_every_token_once():
     fig, ax = tm.new_figure()
     tm.embedding_scatter_plot(ax, dx=0, dy=3)
-    joined = " ".join(_labels(ax))
-    assert all(token in joined for token in tm.TOKENS)
+    names = [name for label in _labels(ax) for name in label.split(", ")]
+    assert sorted(names) == sorted(tm.TOKENS)      # each token by its whole name, once
+
+
+def test_bad_input_gets_one_sentence():
+    import pytest
+    with pytest.raises(ValueError, match="the context holds at most 8"):
+        tm.embedding_scatter("the cat climbed the roof. the cat climbed")
+    panel = tm.embedding_scatter()
+    x_dim, y_dim, positions, ax, dots, rings, area = _parts(panel)
+    x_dim.value = None                              # set from code: refused, put back
+    assert "Pick one of the x axis options" in area.value
+    assert x_dim.value == 1
+    np.testing.assert_array_equal(dots.get_offsets(), tm.PARAMS["wte"][:, [1, 3]])
+    positions.value = True
+    assert area.value == "" and rings.get_visible()

@@ -8,8 +8,11 @@ import numpy as np
 import pytest
 
 import toy_model as tm
-from widget_tools import figure_of, find, heights
+from widget_tools import find, shown
 
+
+
+WEIGHTS = tm.run("the cat climbed the")["heads"][0]["weights"]
 
 
 @pytest.fixture
@@ -19,8 +22,15 @@ def picker():
     pos = find(root, widgets.IntText)[0]
     html_parts = find(root, widgets.HTML)
     info, area = html_parts[0], html_parts[-1]
-    bars = figure_of(root).axes[0].patches
-    return root, pick, pos, info, area, bars
+    return root, pick, pos, info, area, root.chart
+
+
+def check_row(root, i):
+    """The chart shows row i (1 to 5) of head 1's weights, its largest weight(s) marked."""
+    w = WEIGHTS[i - 1]
+    assert np.allclose(shown(root.chart), w)
+    assert root.chart.highlight == list(np.flatnonzero(np.isclose(w, w.max())))
+    assert root.chart.title.startswith(f"head 1, query {i} ")
 
 
 def test_head_weights_are_head_1s_columns_of_c_attn():
@@ -35,22 +45,27 @@ def test_picker_starts_on_the_last_token_and_names_climb(picker):
     root, pick, pos, info, area, bars = picker
     assert "w-query-picker" in root._dom_classes
     assert pick.value == 5 and pos.value == 5
-    weights = tm.run("the cat climbed the")["heads"][0]["weights"]
-    assert np.allclose(heights(bars), weights[4])
-    assert "␣climb" in info.value and "0.997" in info.value and "0.995" in info.value
+    check_row(root, 5)
+    out, w = tm.run("the cat climbed the")["heads"][0]["out"][4], WEIGHTS[4]
+    assert info.value == (f"query 5 (␣the): output = [{tm.fmt(out[0])}, {tm.fmt(out[1])}]; it "
+                          f"attends most to ␣climb (position 3, weight {tm.fmt(w[2])}).")
+    assert w.argmax() == 2
 
 
 def test_clicking_a_query_moves_the_bars_and_the_text(picker):
     root, pick, pos, info, area, bars = picker
-    before, text = heights(bars), info.value
+    text = info.value
     pick.value = 4
-    weights = tm.run("the cat climbed the")["heads"][0]["weights"]
-    assert not np.allclose(heights(bars), before)
-    assert np.allclose(heights(bars), weights[3])
+    check_row(root, 4)
     assert info.value != text and "query 4 (ed)" in info.value
     assert pos.value == 4                       # the two controls agree
     pick.value = 2
+    check_row(root, 2)
+    assert root.chart.highlight == [0, 1]
     assert "shared by the and ␣cat" in info.value   # a tie is named as a tie
+    pos.value = 3
+    check_row(root, 3)
+    assert pick.value == 3
 
 
 def test_typed_position_out_of_range_gives_one_sentence_then_clears(picker):
@@ -63,4 +78,23 @@ def test_typed_position_out_of_range_gives_one_sentence_then_clears(picker):
     pos.value = 3
     assert area.value == ""
     assert pick.value == 3 and "query 3 (␣climb)" in info.value
+    check_row(root, 3)
+    pick.value = None                          # set from code: refused, put back
+    assert "Pick one of the query options" in area.value
+    assert pick.value == 3 and pos.value == 3
+    check_row(root, 3)
 
+
+@pytest.mark.parametrize("head", [2, -1, 1.0, "1"])
+def test_a_head_that_does_not_exist_gets_one_sentence(head):
+    with pytest.raises(ValueError, match="head must be a whole number from 0 to 1"):
+        tm.head_weights(head)
+    with pytest.raises(ValueError, match="head must be a whole number from 0 to 1"):
+        tm.query_picker(head=head)
+
+
+def test_head_2_shows_its_own_weights():
+    root = tm.query_picker(head=1)
+    w = tm.run("the cat climbed the")["heads"][1]["weights"][4]
+    assert np.allclose(shown(root.chart), w)
+    assert root.chart.title.startswith("head 2, query 5 ")

@@ -70,7 +70,32 @@ def test_choosing_one_head_shows_one_map_with_that_heads_weights(mh):
     low = np.tril(np.ones((5, 5), dtype=bool))
     assert np.allclose(image(fig.axes[0])[low], w2[low])
     mask.value = False
-    assert "(head 2)" in info.value and "0.800" in info.value
+    leak = tm.future_leak(tm.run("the cat climbed the", mask=False)["heads"][1]["weights"])
+    i = int(np.argmax(leak))
+    assert info.value == (f"With the mask off, row {i + 1} ({tm.run()['tokens'][i]}) puts "
+                          f"{tm.fmt(leak[i])} of its weight on future tokens (head 2).")
     which.value = "both"
     assert all(ax.get_visible() for ax in fig.axes)
 
+
+def test_nothing_picked_from_code_is_refused(mh):
+    root, mask, which, info, area, fig = mh
+    which.value = "head 2"
+    which.value = None                         # set from code: refused, put back
+    assert "Pick one of the show options" in area.value
+    assert which.value == "head 2" and fig.axes[0].get_title().startswith("head 2")
+    mask.value = False
+    assert area.value == "" and "(head 2)" in info.value
+
+
+def test_the_future_stays_outlined_when_the_maps_are_repainted(mh):
+    """The outlines are drawn over the heat maps also when only the maps are repainted."""
+    root, mask, which, info, area, fig = mh
+    fig.canvas.draw()                          # a full draw, as the browser asks for first
+    mask.value = False                         # then a repaint of the maps alone
+
+    def outline_pixels():
+        rgb = np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(int)
+        return int((np.abs(rgb - [0xD5, 0x5E, 0x00]).sum(axis=2) < 30).sum())
+    assert tm.VERMILION == "#D55E00"
+    assert outline_pixels() > 2000             # 2 x 10 outlined cells

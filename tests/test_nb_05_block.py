@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 import toy_model as tm
-from widget_tools import figure_of, heights, walk
+import matplotlib.colors
+
+from widget_tools import shown, walk
 
 TEXT = "the cat climbed the"
 
@@ -17,8 +19,7 @@ def parts(box):
     found = list(walk(box))
     toggles = {w.description: w for w in found if isinstance(w, widgets.ToggleButton)}
     htmls = [w for w in found if isinstance(w, widgets.HTML)]
-    bars = figure_of(box).axes[0].patches
-    return toggles, htmls, bars
+    return toggles, htmls, box.chart
 
 
 def text_of(htmls):
@@ -32,34 +33,44 @@ def widget():
 
 def test_panel_has_the_css_class_and_two_switches_on(widget):
     assert "w-block-branches" in widget._dom_classes
-    toggles, _, bars = parts(widget)
+    toggles, _, chart = parts(widget)
     assert set(toggles) == {"attention branch", "MLP branch"}
     assert all(t.value for t in toggles.values())
-    assert len(bars) == len(tm.TOKENS)
+    assert len(shown(chart)) == len(tm.TOKENS)
 
 
 def test_default_shows_y5_and_roof(widget):
-    _, htmls, bars = parts(widget)
-    shown = text_of(htmls)
+    _, htmls, chart = parts(widget)
+    page = text_of(htmls)
     y5 = tm.run(TEXT)["y"][-1]
     for v in y5:
-        assert tm.fmt(v) in shown
+        assert tm.fmt(v) in page
     p = tm.run(TEXT)["p"][-1]
-    assert f"most likely next:  ␣roof  ({tm.fmt(p.max())})" in shown
-    assert np.allclose(heights(bars), p)
+    assert f"most likely next:  ␣roof  ({tm.fmt(p.max())})" in page
+    assert np.allclose(shown(chart), p)
+    assert_only_top_highlighted(chart, p)
+
+
+def assert_only_top_highlighted(chart, p):
+    """The most likely token's bar, and only it, in the accent colour."""
+    top = int(np.argmax(p))
+    assert chart.highlight == [top]
+    colours = [matplotlib.colors.to_hex(b.get_facecolor()) for b in chart.bars]
+    assert colours[top] == tm.ORANGE.lower()
+    assert all(c == tm.BLUE.lower() for i, c in enumerate(colours) if i != top)
 
 
 def test_attention_off_moves_the_bars_and_names_cat(widget):
-    toggles, htmls, bars = parts(widget)
-    before = heights(bars)
+    toggles, htmls, chart = parts(widget)
     toggles["attention branch"].value = False
-    after = heights(bars)
-    assert not np.allclose(before, after)
     p = tm.run(TEXT, attention_on=False)["p"][-1]
-    assert np.allclose(after, p)
+    assert np.allclose(shown(chart), p)
     assert f"␣cat  ({tm.fmt(p.max())})" in text_of(htmls)
-    # the top bar is highlighted
-    assert bars[int(np.argmax(p))].get_facecolor() != bars[0].get_facecolor()
+    assert_only_top_highlighted(chart, p)
+    toggles["MLP branch"].value = False
+    p = tm.run(TEXT, attention_on=False, mlp_on=False)["p"][-1]
+    assert np.allclose(shown(chart), p)
+    assert_only_top_highlighted(chart, p)
 
 
 def test_both_off_shows_x(widget):

@@ -1,17 +1,20 @@
-"""Notebook 07 (Generation): its widgets without a browser, and its prose's numbers.
+"""Notebook 07 (Generation): its widgets without a browser, and the figures its prose quotes.
 
 The widgets are built as the notebook builds them; controls are set programmatically
-(w.value = ..., button.click()) and the plot's bars and the widget's text are read back.
+(w.value = ..., button.click()) as the browser would set them, and what the charts and
+the text show is compared with next_token_probs for the state chosen.
 """
 
+import html
 
-import matplotlib
 import numpy as np
 import pytest
 
 import toy_model as tm
-from widget_tools import walk, heights
+from widget_tools import echo, shown, text, walk
 
+PROMPT = "the cat climbed the"
+Z = tm.forward(tm.encode(PROMPT))[-1]
 
 
 def control(root, kind, description=None):
@@ -23,63 +26,93 @@ def control(root, kind, description=None):
 
 def message(root):
     """The message area: the last HTML child of the panel before the canvas."""
-    return root.children[-2].value
+    return html.unescape(root.children[-2].value)
 
 
 # --- w-temperature -------------------------------------------------------------
 
+def check_explorer(root, T, k, p):
+    """Bars, outlines, boxes and text line all show the state (T, k, p), exactly."""
+    want = tm.next_token_probs(Z, T, k, p)
+    assert np.allclose(shown(root.chart), want)
+    assert np.allclose(shown(root.before), tm.next_token_probs(Z, T))
+    assert (root.state.T, root.state.k, root.state.p) == (T, k, p)
+    boxes = [control(root, kind, f"exact {name}").value
+             for kind, name in (("FloatText", "T"), ("IntText", "k"), ("FloatText", "p"))]
+    assert boxes == [T, k, p]
+    top = int(np.argmax(want))
+    q = want[want > 0]
+    assert text(root.children[4]) == (
+        f"T = {tm.plain(T)}, k = {k}, p = {tm.plain(p)}: kept {len(q)} of 12 tokens · most "
+        f"likely {tm.show(top)} with p = {tm.fmt(want[top])} · entropy "
+        f"{tm.fmt(-(q * np.log(q)).sum())} nats (uniform: {tm.fmt(np.log(12))})")
+
+
 def test_temperature_widget_starts_at_the_models_p():
     root = tm.temperature_explorer()
     assert "w-temperature" in root._dom_classes
-    p = tm.softmax(tm.forward(tm.encode("the cat climbed the"))[-1])
-    assert np.allclose(heights(root.bars), p)
-    assert "␣roof" in root.children[4].value and "0.395" in root.children[4].value
+    check_explorer(root, 1.0, 12, 1.0)
+    assert np.allclose(shown(root.chart), tm.softmax(Z))
+    assert "␣roof with p = 0.395" in text(root.children[4])
     assert message(root) == ""
 
 
-def test_sliders_move_the_bars_and_the_text():
+def test_sliders_move_the_bars_and_the_boxes_follow():
     root = tm.temperature_explorer()
-    first = heights(root.bars)
-    info = root.children[4].value
     control(root, "FloatSlider", "temperature").value = 0.5
-    assert not np.allclose(heights(root.bars), first)
-    assert heights(root.bars).max() > first.max()          # sharper
-    assert root.children[4].value != info
-    assert control(root, "FloatText", "exact T").value == 0.5   # the box follows the slider
+    check_explorer(root, 0.5, 12, 1.0)
     control(root, "IntSlider", "top-k").value = 3
-    assert np.count_nonzero(heights(root.bars)) == 3
-    assert np.isclose(heights(root.bars).sum(), 1)
-    assert np.count_nonzero(heights(root.before)) == 12    # the outline keeps what was cut
-    assert "kept <b>3</b>" in root.children[4].value
+    check_explorer(root, 0.5, 3, 1.0)
+    assert np.count_nonzero(shown(root.chart)) == 3
+    assert np.count_nonzero(shown(root.before)) == 12    # the outline keeps what was cut
+    control(root, "FloatSlider", "top-p").value = 0.6000000000000001   # the browser's noise
+    check_explorer(root, 0.5, 3, 0.6)
     control(root, "FloatSlider", "top-p").value = 0.05
-    assert np.count_nonzero(heights(root.bars)) == 1
+    assert np.count_nonzero(shown(root.chart)) == 1
     control(root, "FloatSlider", "temperature").value = 0.0
-    assert heights(root.bars).max() == 1.0
+    assert shown(root.chart).max() == 1.0
+
+
+def test_exact_values_survive_the_sliders_echo():
+    root = tm.temperature_explorer()
+    control(root, "FloatText", "exact T").value = 0.333
+    check_explorer(root, 0.333, 12, 1.0)
+    echo(control(root, "FloatSlider", "temperature"))      # 0.35 from the browser
+    check_explorer(root, 0.333, 12, 1.0)
+    control(root, "FloatText", "exact p").value = 0.333
+    echo(control(root, "FloatSlider", "top-p"))
+    check_explorer(root, 0.333, 12, 0.333)
+    control(root, "FloatText", "exact T").value = 1000.0   # beyond the slider: allowed
+    echo(control(root, "FloatSlider", "temperature"))
+    check_explorer(root, 1000.0, 12, 0.333)
 
 
 @pytest.mark.parametrize("box, kind, bad, sentence", [
     ("exact T", "FloatText", -1.0, "Temperature must be 0 (greedy) or a positive number"),
+    ("exact T", "FloatText", float("nan"), "finite number"),
     ("exact k", "IntText", 0, "top-k must be a whole number of at least 1"),
     ("exact p", "FloatText", 0.0, "top-p must be above 0 and at most 1"),
     ("exact p", "FloatText", 1.5, "top-p must be above 0 and at most 1"),
+    ("exact p", "FloatText", float("nan"), "finite number"),
 ])
 def test_bad_typed_values_get_a_sentence_and_keep_the_plot(box, kind, bad, sentence):
     root = tm.temperature_explorer()
     control(root, kind, box).value = {"FloatText": 0.7, "IntText": 5}[kind]    # a good value first
-    good = heights(root.bars)
+    good = dict(T=root.state.T, k=root.state.k, p=root.state.p)
     control(root, kind, box).value = bad
     assert sentence in message(root)
-    assert np.allclose(heights(root.bars), good)
+    assert np.allclose(shown(root.chart), tm.next_token_probs(Z, good["T"], good["k"], good["p"]))
     control(root, "FloatSlider", "temperature").value = 1.3    # a later good input clears it
     assert message(root) == ""
-    assert not np.allclose(heights(root.bars), good)
+    check_explorer(root, 1.3, good["k"], good["p"])
 
 
-def test_typed_temperature_beyond_the_slider_is_allowed():
+def test_a_slider_set_to_nan_from_code_is_refused():
     root = tm.temperature_explorer()
-    control(root, "FloatText", "exact T").value = 1000.0
-    assert message(root) == ""
-    assert np.allclose(heights(root.bars), 1 / 12, atol=1e-3)
+    control(root, "FloatSlider", "temperature").value = float("nan")
+    assert "finite number" in message(root)
+    assert control(root, "FloatSlider", "temperature").value == 1.0
+    check_explorer(root, 1.0, 12, 1.0)
 
 
 # --- w-generate-steps ------------------------------------------------------------
@@ -91,38 +124,69 @@ def stepper(**kwargs):
     return root, buttons[0], buttons[1]
 
 
+def next_p(ids, T):
+    return tm.next_token_probs(tm.forward(ids)[-1], T)
+
+
 def test_greedy_steps_reach_the_end_of_text_and_stop():
     root, step, _ = stepper(temperature=0.0)
     assert "w-generate-steps" in root._dom_classes
     drawn = []
     for _ in range(3):
-        before = heights(root.bars)
-        text = root.children[3].value
+        ids = list(root.state.ids)
+        text_before = root.children[3].value
         step.click()
-        assert root.children[3].value != text               # the text grows
+        assert root.children[3].value != text_before         # the text grows
         assert "<mark" in root.children[3].value             # the new token is highlighted
-        if drawn:                                            # a new distribution at each step
-            assert not np.allclose(heights(root.bars), before)
-        drawn.append(root.state["ids"][-1])
-        assert root.bars[drawn[-1]].get_facecolor()[:3] == matplotlib.colors.to_rgb(tm.ORANGE)
+        drawn.append(root.state.ids[-1])
+        assert np.allclose(shown(root.chart), next_p(ids, 0.0))    # what it was drawn from
+        assert root.chart.highlight == [drawn[-1]]
     assert [tm.show(i) for i in drawn] == ["␣roof", ".", "<|endoftext|>"]
     assert step.disabled and "finished" in step.description
-    assert "<|endoftext|>" in root.children[4].value.replace("&lt;", "<").replace("&gt;", ">")
+    assert "<|endoftext|>" in text(root.children[4])
+    assert "which had p = 1.000" in text(root.children[4])   # the step's line stays
     step.click()                                             # nothing more happens
-    assert len(root.state["ids"]) == 8
+    assert len(root.state.ids) == 8
 
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_a_seed_gives_the_same_sequence_as_generate(seed):
-    expected = tm.generate("the cat climbed the", temperature=1.0, seed=seed)
+    expected = tm.generate(PROMPT, temperature=1.0, seed=seed)
     for _ in range(2):                                       # and the same again after reset
         root, step, reset = stepper(temperature=1.0, seed=seed)
-        for _ in expected:
+        for want in expected:
             step.click()
-        assert root.state["ids"] == expected[-1]["ids"] + [expected[-1]["next"]]
+            assert np.allclose(shown(root.chart), want["p"])
+            assert f"which had p = {tm.fmt(want['p'][want['next']])}" in text(root.children[4])
+        assert root.state.ids == expected[-1]["ids"] + [expected[-1]["next"]]
         reset.click()
-        assert root.state["ids"] == tm.encode("the cat climbed the")
+        assert root.state.ids == tm.encode(PROMPT)
+        assert np.allclose(shown(root.chart), next_p(tm.encode(PROMPT), 1.0))
         assert not step.disabled
+
+
+def test_a_new_temperature_is_shown_at_once_and_used_by_the_next_draw():
+    root, step, _ = stepper(temperature=1.0, seed=0)
+    ids = tm.encode(PROMPT)
+    assert np.allclose(shown(root.chart), next_p(ids, 1.0))
+    step.click()
+    ids = list(root.state.ids)
+    control(root, "FloatText", "temperature").value = 0.25
+    assert np.allclose(shown(root.chart), next_p(ids, 0.25))     # the next token's, at T = 0.25
+    assert "T = 0.25" in root.chart.title
+    step.click()
+    assert np.allclose(shown(root.chart), next_p(ids, 0.25))     # drawn from that one
+    assert root.state.ids[:-1] == ids
+    control(root, "FloatText", "temperature").value = 0.0         # greedy from here on
+    step.click()
+    assert root.state.ids[-1] == int(np.argmax(next_p(root.state.ids[:-1], 1.0)))
+
+
+def test_a_prompt_ending_the_text_says_so_over_an_empty_chart():
+    root, step, _ = stepper(prompt="the cat climbed the roof.<|endoftext|>")
+    assert step.disabled
+    assert "already ends with <|endoftext|>" in text(root.children[4])
+    assert not shown(root.chart).any()
 
 
 def test_a_full_context_stops_the_button():
@@ -130,31 +194,44 @@ def test_a_full_context_stops_the_button():
     assert step.disabled and "context full" in step.description
     root, step, _ = stepper(prompt="the cat climbed the roof climb", temperature=0.0)  # 7 tokens
     step.click()
-    assert len(root.state["ids"]) == 8 and step.disabled and "finished" in step.description
+    assert len(root.state.ids) == 8 and step.disabled and "finished" in step.description
 
 
-@pytest.mark.parametrize("control, value, sentence", [
+@pytest.mark.parametrize("name, value, sentence", [
     ("prompt", "the zebra", "The toy vocabulary has no token for '␣zebra'"),
     ("prompt", "", "The text is empty"),
     ("prompt", "the cat climbed the roof. the cat climbed the", "The prompt has 12 tokens but the context holds at most 8"),
     ("temperature", -1.0, "Temperature must be 0 (greedy) or a positive number"),
+    ("temperature", float("nan"), "Temperature must be 0 (greedy) or a positive number"),
     ("seed", "1.5", "The seed must be a whole number of 0 or more"),
     ("seed", "-2", "The seed must be a whole number of 0 or more"),
 ])
-def test_stepper_bad_input_gets_one_sentence(control, value, sentence):
-    import html
+def test_stepper_bad_input_gets_one_sentence(name, value, sentence):
     root, step, _ = stepper()
     step.click()
-    good_bars, good_ids = heights(root.bars), list(root.state["ids"])
-    widget = next(w for w in walk(root) if getattr(w, "description", None) == control)
+    good_values, good_ids = shown(root.chart).copy(), list(root.state.ids)
+    widget = next(w for w in walk(root) if getattr(w, "description", None) == name)
     widget.value = value
-    assert sentence in html.unescape(message(root))
+    assert sentence in message(root)
     step.click()                                             # a click repeats the sentence, draws nothing
-    assert sentence in html.unescape(message(root))
-    assert root.state["ids"] == good_ids
-    assert np.allclose(heights(root.bars), good_bars)
-    widget.value = {"prompt": "the dog", "temperature": 0.5, "seed": "3"}[control]
+    assert sentence in message(root)
+    assert root.state.ids == good_ids
+    assert np.allclose(shown(root.chart), good_values)
+    widget.value = {"prompt": "the dog", "temperature": 0.5, "seed": "3"}[name]
     assert message(root) == ""
 
 
-# --- the notebook's prose --------------------------------------------------------
+# --- figures the prose quotes ------------------------------------------------------
+
+def test_the_figures_of_the_prose_come_from_the_model_and_the_widget():
+    p = tm.softmax(Z)
+    roof, wall, sofa = (tm.VOCAB.index(t) for t in (" roof", " wall", " sofa"))
+    assert (tm.fmt(p[roof]), tm.fmt(p[wall])) == ("0.395", "0.141")
+    kept = np.flatnonzero(tm.next_token_probs(Z, 1.0, top_p=0.6))    # top-p 0.6: three tokens
+    assert set(kept) == {roof, wall, sofa}
+    assert set(np.flatnonzero(tm.next_token_probs(Z, 1.0, top_k=3))) == set(kept)
+    assert tm.fmt(tm.next_token_probs(Z, 0.01)[roof]) == "1.000"      # a tiny T is greedy
+    assert np.allclose(tm.next_token_probs(Z, 1000.0), 1 / 12, atol=5e-4)   # 1/12 = 0.083
+    root = tm.temperature_explorer()                         # top-k = 2, read off the widget
+    control(root, "IntText", "exact k").value = 2
+    assert f"p = {tm.fmt(p[roof] / (p[roof] + p[wall]))}" in text(root.children[4])

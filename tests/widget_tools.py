@@ -1,4 +1,7 @@
-"""What the widget tests share: walking a widget's tree and reading its bars."""
+"""What the widget tests share: walking a widget's tree, reading what its charts and
+text show, and sending a control what the browser would send."""
+import re
+
 import numpy as np
 
 
@@ -16,6 +19,46 @@ def find(root, kind):
 
 def heights(bars):
     return np.array([b.get_height() for b in bars])
+
+
+def shown(chart):
+    """The values a chart shows: its .values, checked against the heights of its bars
+    (so a chart that draws something else than it says fails here)."""
+    assert np.allclose(heights(chart.bars), chart.values), "the bars do not show chart.values"
+    return chart.values
+
+
+def text(html_widget):
+    """An HTML widget's text without its markup, entities decoded."""
+    import html
+    return html.unescape(re.sub(r"<[^>]+>", "", html_widget.value))
+
+
+def echo(slider):
+    """What the browser sends back after Python sets a float slider: its value rounded
+    to the slider's step (noUiSlider's grid: min + k * step)."""
+    k = round((slider.value - slider.min) / slider.step)
+    slider.value = slider.min + k * slider.step
+
+
+def press_enter(box):
+    """What the browser sends when the learner presses Enter in a Text box."""
+    box._handle_custom_msg({"event": "submit"}, [])
+
+
+def nats(p):
+    """The entropy of p in nats, computed here (0 log 0 counts as 0)."""
+    q = np.asarray(p)[np.asarray(p) > 0]
+    return float(-(q * np.log(q)).sum())
+
+
+def summary(p):
+    """The line the course's widgets print about p, computed here from the model's p."""
+    import toy_model as tm
+    order = np.argsort(-np.asarray(p), kind="stable")
+    return (f"most likely: {tm.TOKENS[order[0]]} with p = {tm.fmt(p[order[0]])} (then "
+            f"{tm.TOKENS[order[1]]} {tm.fmt(p[order[1]])}, {tm.TOKENS[order[2]]} "
+            f"{tm.fmt(p[order[2]])}) · entropy of p: {tm.fmt(nats(p))} nats")
 
 
 def figure_of(root):

@@ -1,0 +1,316 @@
+"""The "Check yourself" exercises: every registered exercise, checked through its widget.
+
+For each exercise: the right answer passes, a value within tolerance passes, each hint is
+reached by its wrong value, any other wrong value gets the generic sentence, unreadable
+input gets one sentence, nothing picked is refused; a write-it-yourself exercise accepts
+its worked solution and names each typical mistake. The notebooks' exercise lines work
+in a namespace whose variables are junk, and no answer is on a stored notebook's page.
+"""
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import toy_model as tm
+import toy_widgets as tw
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("0[1-7]_*.ipynb"))
+KEYS = sorted(tm.EXERCISES)
+GENERIC = "Not quite: recompute step by step and try again."
+
+
+def kind(*kinds):
+    return [k for k in KEYS if tm.EXERCISES[k]["kind"] in kinds]
+
+
+def facts(key):
+    spec = tm.EXERCISES[key]
+    return {name: tw._now(value) for name, value in spec.items() if name != "reference"}
+
+
+def typed(value, spec):
+    return str(int(round(value))) if spec["kind"] == "count" else tm.fmt(value, spec["decimals"])
+
+
+def solved(key):
+    """The exercise's worked solution, run: the function it defines."""
+    namespace = {"np": np, "tm": tm}
+    exec(facts(key)["solution"], namespace)
+    (name,) = [n for n, v in namespace.items() if callable(v) and n not in ("np", "tm")
+               and not n.startswith("__")]
+    return namespace[name]
+
+
+# --- numbers and counts ---------------------------------------------------------------
+
+@pytest.mark.parametrize("key", kind("number", "count"))
+def test_the_right_answer_and_a_value_within_tolerance_pass(key):
+    spec = facts(key)
+    box = tm.exercise(key)
+    assert box.try_answer(typed(spec["answer"], spec)).startswith("Right") and box.right is True
+    if spec["kind"] == "number":
+        for near in (spec["answer"] + 0.9 * spec["tol"], spec["answer"] - 0.9 * spec["tol"]):
+            assert box.try_answer(repr(float(near))).startswith("Right"), near
+        assert not box.try_answer(repr(float(spec["answer"] + 1.5 * spec["tol"]))).startswith("Right")
+
+
+@pytest.mark.parametrize("key", kind("number", "count"))
+def test_each_hint_is_reached_by_its_wrong_value(key):
+    spec = facts(key)
+    assert spec["hints"], "a number exercise names at least one likely mistake"
+    wrongs = [w for w, _ in spec["hints"]]
+    apart = spec["tol"] * (1 if spec["kind"] == "count" else 2)
+    assert all(abs(w - spec["answer"]) > apart for w in wrongs), "a hint equals the answer"
+    assert all(abs(a - b) > apart for i, a in enumerate(wrongs) for b in wrongs[i + 1:]), \
+        "two hints share a value: the second can never be reached"
+    box = tm.exercise(key)
+    for wrong, sentence in spec["hints"]:
+        assert box.try_answer(typed(wrong, spec)) == f"Not quite. {sentence}"
+        assert box.right is False and not box.answer_shown
+
+
+@pytest.mark.parametrize("key", kind("number", "count"))
+def test_another_wrong_value_gets_the_generic_sentence(key):
+    spec = facts(key)
+    far = spec["answer"] + 17 + (0 if spec["kind"] == "count" else 0.123)
+    assert tm.exercise(key).try_answer(typed(far, spec)) == GENERIC
+
+
+@pytest.mark.parametrize("key", kind("number"))
+def test_a_value_that_is_only_short_of_decimals_is_called_close(key):
+    spec = facts(key)
+    if spec["decimals"] < 2 or abs(round(spec["answer"], 1) - spec["answer"]) <= spec["tol"]:
+        pytest.skip("its answer has one decimal: a rounded value is right")
+    message = tm.exercise(key).try_answer(f"{spec['answer']:.1f}")
+    assert message.startswith(f"Close: give {spec['decimals']} decimals")
+
+
+def test_some_exercises_can_be_close():
+    assert sum(abs(round(a, 1) - a) > facts(k)["tol"] for k in kind("number")
+               for a in [facts(k)["answer"]]) >= 5
+
+
+@pytest.mark.parametrize("key", kind("number", "count"))
+def test_unreadable_input_gets_one_sentence(key):
+    spec = facts(key)
+    box = tm.exercise(key)
+    message = box.try_answer("abc")
+    expected = "type a whole number" if spec["kind"] == "count" else "is not a number"
+    assert expected in message and message.count(". ") <= 1 and box.right is None
+    assert "use a point for decimals" in box.try_answer("0,5") or spec["kind"] == "count"
+    assert box.try_answer("") in ("Type a number first.",) or spec["kind"] == "count"
+
+
+def test_counts_want_whole_numbers_and_read_thousands():
+    box = tm.exercise("04.1")
+    assert "type a whole number" in box.try_answer("7.5")
+    assert "type a whole number" in box.try_answer("seven")
+    assert box.try_answer("1,500") == GENERIC              # read as 1500, not as 1.5
+    assert box.try_answer("15.0").startswith("Right")
+
+
+def test_typed_numbers_are_read_as_written():
+    assert tw.parse_number("7,000") == 7000.0
+    assert tw.parse_number("−1.5") == -1.5
+    assert tw.parse_number("5/3") == pytest.approx(5 / 3)
+    assert tw.parse_number(" 1/12 ") == pytest.approx(1 / 12)
+    assert tw.parse_number("12,345.5") == 12345.5
+    assert tw.parse_number("1e-3") == 0.001
+    for bad, sentence in [("7,00", "use a point for decimals"), ("0,811", "use a point for decimals"),
+                          ("1/0", "divides by 0"), ("nan", "is not a number"), ("1e999", "too large"),
+                          ("x" * 200_000, "is not a number")]:
+        with pytest.raises(ValueError, match=sentence) as err:
+            tw.parse_number(bad)
+        assert len(str(err.value)) < 200
+
+
+@pytest.mark.parametrize("key, fraction", [("05.1", "5/3"), ("03.2", "1/5")])
+def test_fractions_are_accepted_where_the_answer_is_one(key, fraction):
+    assert "fraction" in tm.exercise(key)._plain
+    assert tm.exercise(key).try_answer(fraction).startswith("Right")
+
+
+def test_every_number_prompt_states_its_precision():
+    for key in kind("number", "count"):
+        plain = tm.exercise(key)._plain
+        assert re.search(r"\d decimals?|whole number", plain), key
+
+
+# --- choices -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("key", kind("choice"))
+def test_choice_right_wrong_with_hints_and_nothing_picked(key):
+    spec = facts(key)
+    box = tm.exercise(key)
+    assert box.try_answer(None) == "Pick one of the options first." and box.right is None
+    for option in spec["options"]:
+        if option != spec["answer"]:
+            assert option in spec["hints"], f"no hint for the wrong option {option!r}"
+            assert box.try_answer(option) == f"Not quite. {spec['hints'][option]}"
+            assert not box.answer_shown
+    assert box.try_answer(spec["answer"]) == "Right." and box.answer_shown
+
+
+# --- write it yourself ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("key", kind("code"))
+def test_code_right_solution_passes_and_typical_mistakes_get_their_hints(key):
+    spec = facts(key)
+    box = tm.exercise(key, solved(key))
+    assert box.right is True and box.message.startswith("Right"), box.message
+    assert len(spec["mistakes"]) >= 3
+    for wrong, sentence in spec["mistakes"]:
+        ok, message = tw.answer_code(key, wrong)
+        assert ok is False and message.endswith(sentence), (sentence, message)
+
+
+@pytest.mark.parametrize("key", kind("code"))
+def test_code_not_done_raising_and_wrong_shapes_get_one_sentence(key):
+    def stub(*args):
+        ...
+
+    def unfinished(*args):
+        raise NotImplementedError
+
+    def broken(*args):
+        raise ValueError("boom\nsecond line")
+
+    assert tm.exercise(key, stub).message == tw.NOT_DONE
+    assert tm.exercise(key, unfinished).message == tw.NOT_DONE
+    message = tm.exercise(key, broken).message
+    assert message.endswith("raised ValueError: boom.") and "second line" not in message
+    message = tm.exercise(key, lambda *args: np.zeros((2, 3, 4))).message
+    assert message.startswith("Not yet, on ") and "shape" in message
+
+
+def test_authoring_mistakes_raise_at_once_with_a_sentence():
+    with pytest.raises(ValueError, match="There is no exercise '99.9'"):
+        tm.exercise("99.9")
+    with pytest.raises(ValueError, match="checks a function you write"):
+        tm.exercise("02.4")
+    with pytest.raises(ValueError, match="pass the function itself"):
+        tm.exercise("02.4", "embed_rows")
+    with pytest.raises(ValueError, match="answered in its box"):
+        tm.exercise("01.1", print)
+    with pytest.raises(ValueError, match="key is a string such as"):
+        tw.number_exercise("3.1", "Q?", 1.0, "A.")
+    with pytest.raises(ValueError, match="already registered"):
+        tw.number_exercise("01.1", "Q?", 1.0, "A.")
+    with pytest.raises(ValueError, match="at least two strings"):
+        tw.choice_exercise("98.1", "Q?", ["only one"], "only one", "A.")
+    tw.choice_exercise("98.2", "Q?", ["a", "b"], "c", "A.")
+    try:
+        with pytest.raises(ValueError, match="exactly one of its distinct options"):
+            tm.exercise("98.2")
+    finally:
+        del tm.EXERCISES["98.2"]
+
+
+# --- what the page shows -------------------------------------------------------------------
+
+def widget_texts(widget):
+    """Every string a widget and its children hold (what the stored widget state would)."""
+    found = []
+    for name in ("value", "description", "placeholder", "options", "_options_labels"):
+        value = getattr(widget, name, None)
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found += [str(v) for v in value]
+    for child in getattr(widget, "children", ()):
+        found += widget_texts(child)
+    return found
+
+
+def answer_marks(key):
+    """Texts that would give exercise `key` away if shown before the learner asks."""
+    spec = facts(key)
+    solution = re.sub(r"\s+", " ", spec["solution"]).strip()
+    marks = [solution[:60]]
+    if spec["kind"] == "code":
+        marks = [line.split("#")[0].strip() for line in spec["solution"].splitlines() if "return" in line]
+    if spec["kind"] == "number":
+        marks.append(tm.fmt(spec["answer"], spec["decimals"]))
+    return marks
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_the_widget_shows_the_question_and_not_the_answer_until_asked(key):
+    spec = facts(key)
+    box = tm.exercise(key, solved(key)) if spec["kind"] == "code" else tm.exercise(key)
+    assert {"course-widget", "w-check"} <= set(box._dom_classes)
+    bundle = box._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    question = spec["question"]
+    assert question[:40] in bundle["text/plain"]
+    assert question.replace("`", "")[:30] in tw.html.unescape(re.sub(r"<[^>]+>", "", bundle["text/html"]))
+    if spec["kind"] == "code":
+        return                                     # right at once: its solution is shown
+    shown = " ".join(widget_texts(box) + [bundle["text/plain"], bundle["text/html"]])
+    for mark in answer_marks(key):
+        assert mark not in re.sub(r"\s+", " ", tw.html.unescape(shown)), mark
+    box.show_answer()
+    assert box.answer_shown and box.children[-1].value
+
+
+# --- the notebooks ----------------------------------------------------------------------------
+
+def cells(path):
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+JUNK = {name: "junk" for name in
+        "dots weights attn concat W_O p r z q k v E P X h tokens n roof steps ids text u mask rows "
+        "scores two e options answer both_off v_ c g0 g10 right p_off z_h z_wu top2 distance ids_1 "
+        "sentence n_words n_allowed unmasked change".split()}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_exercise_lines_work_whatever_the_notebook_variables_hold(path):
+    """Run the notebook's exercise cells (and the unfinished functions they check) with
+    every variable a learner could have overwritten set to junk."""
+    namespace = {"tm": tm, "np": np, **JUNK}
+    boxes = []
+    for cell in cells(path):
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "code" and source.startswith("def "):
+            exec(source, namespace)
+        if cell["cell_type"] == "code" and "tm.exercise(" in source:
+            boxes.append(eval(source.strip(), namespace))
+    assert boxes
+    for box in boxes:
+        spec = facts(box.key)
+        if spec["kind"] == "code":
+            assert box.message == tw.NOT_DONE, "the stored notebook holds the unfinished function"
+        elif spec["kind"] == "choice":
+            assert box.try_answer(spec["answer"]) == "Right."
+        else:
+            assert box.try_answer(typed(spec["answer"], spec)).startswith("Right")
+
+
+def page_text(path):
+    """What a reader of the stored notebook can see: sources, outputs, widget state."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    parts = [json.dumps(nb.get("metadata", {}).get("widgets", {}), ensure_ascii=False)]
+    for cell in nb["cells"]:
+        parts.append("".join(cell["source"]))
+        for out in cell.get("outputs", []):
+            parts.append("".join(out.get("text", "")))
+            parts += ["".join(v) if isinstance(v, list) else str(v) for v in out.get("data", {}).values()]
+    return re.sub(r"\s+", " ", tw.html.unescape("\n".join(parts)).replace("−", "-"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_answer_is_on_a_stored_page(path):
+    text = page_text(path)
+    keys = [k for k in KEYS if k.startswith(path.stem[:2])]
+    assert keys
+    for key in keys:
+        for mark in answer_marks(key):
+            mark = re.sub(r"\s+", " ", mark).replace("−", "-")
+            if re.fullmatch(r"-?\d+(\.\d+)?", mark):
+                assert not re.search(rf"(?<![\d.]){re.escape(mark)}0*(?![\d])", text), (key, mark)
+            else:
+                assert mark not in text, (key, mark)
