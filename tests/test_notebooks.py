@@ -1,8 +1,9 @@
 """What every notebook promises, read from the stored .ipynb files (nbval reruns them).
 
-- every figure with 3 decimals that the prose quotes is one a code cell printed;
+- every figure with 3 decimals that the prose quotes is printed, sign included, by a code
+  cell above it in its section, and the sentences in CLAIMS quote their computed value;
 - the course map with "you are here", the in/out line, links to the neighbours;
-- at least three "Check yourself" exercises, each with a checker and a collapsed answer;
+- at least three "Check yourself" exercises, each one line (tm.exercise), and no answer on the page;
 - stored as run top to bottom on a fresh kernel, with no error in any output;
 - stored exactly as tools/run_notebooks.py writes it: a fresh run gives the same bytes,
   widget state and the outputs nbval ignores included (slow: it reruns every notebook).
@@ -20,6 +21,7 @@ from run_notebooks import executed, joined_streams  # noqa: E402  (tools/ is not
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 NAMES = ["01_tokens", "02_embeddings", "03_qkv", "04_mask_and_heads", "05_block", "06_output",
          "07_generation"]
+LABS = ["08_training", "09_gpt2"]      # after the seven steps; the map shows them as labs
 THREE_DECIMALS = re.compile(r"(?<![\d.])[-−]?\d+\.\d{3}(?![\d])")
 
 
@@ -45,16 +47,80 @@ def output_text(nb):
 
 
 def test_all_seven_notebooks_exist():
-    assert [p.stem for p in NOTEBOOKS] == NAMES
+    assert [p.stem for p in NOTEBOOKS if p.stem not in LABS] == NAMES
+
+
+def figures(text):
+    """The 3-decimal figures in a text, each with its sign (− written as -)."""
+    return {m.replace("−", "-") for m in THREE_DECIMALS.findall(text)}
+
+
+def cell_output_text(cell):
+    return output_text({"cells": [cell]})
+
+
+# Sentences whose figure must be one particular value, not just some printed number:
+# (the sentence with {} where the figure stands, the expression that computes it).
+CLAIMS = {
+    "03_qkv": [
+        ("has the largest query, {}", "tm.run()['heads'][0]['q'][4, 0]"),
+        ("Row 5's output, {}, is almost exactly", "tm.run()['heads'][0]['out'][4, 0]"),
+    ],
+    "04_mask_and_heads": [
+        ("`␣the` gains {} on d2", "tm.run()['attn'][4, 1]"),
+        ("puts {} on `␣cat`", "tm.run()['heads'][1]['weights'][2, 1]"),
+    ],
+    "05_block": [
+        ("y₅ = [{},", "tm.run()['y'][4, 0]"),
+        ("`␣roof` leads with {}", "tm.run()['p'][4, tm.VOCAB.index(' roof')]"),
+    ],
+    "06_output": [
+        ("which is {} of the total", "tm.run()['p'][4, tm.VOCAB.index(' roof')]"),
+        ("its mean loss, {} nats", "tm.cross_entropy(tm.run()['logits'], TARGETS)"),
+        ("add up to {}", "np.exp(tm.run()['logits'][4]).sum()"),
+    ],
+    "07_generation": [
+        ("three tokens hold {} together",
+         "np.sort(tm.softmax(tm.forward(tm.encode('the cat climbed'))[-1]))[-3:].sum()"),
+        ("␣roof alone already has {}",
+         "tm.next_token_probs(tm.run()['logits'][4], 1, top_k=3)[tm.VOCAB.index(' roof')]"),
+    ],
+}
+
+
+def claimed_value(expression):
+    import numpy as np
+    import toy_model as tm
+    targets = tm.encode("the cat climbed the roof")[1:]
+    return tm.fmt(eval(expression, {"np": np, "tm": tm, "TARGETS": targets}))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_every_figure_quoted_in_prose_is_computed(path):
+    """A figure in the prose must be printed, with its sign, by a code cell above it in the
+    same section (a `## ` heading starts one). The sentences in CLAIMS must give their
+    figure its computed value (a figure that some other line of the section also prints)."""
     nb = load(path)
-    shown = output_text(nb)
-    quoted = {m.replace("−", "-") for text in markdown(nb) for m in THREE_DECIMALS.findall(text)}
-    missing = sorted(q for q in quoted if q not in shown and q.lstrip("-") not in shown)
-    assert not missing, f"{path.name}: prose quotes {missing}, which no output shows"
+    missing, shown = [], set()
+    for i, cell in enumerate(nb["cells"]):
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "code":
+            shown |= figures(cell_output_text(cell))
+            continue
+        for n, part in enumerate(re.split(r"^(?=## )", source, flags=re.M)):
+            if n > 0 or part.startswith("## "):
+                shown = set()
+            missing += [(i, q) for q in sorted(figures(part) - shown)]
+    assert not missing, (f"{path.name}: (cell, figure) quoted in prose that no cell above it "
+                         f"in its section prints: {missing}")
+    prose = "\n".join(markdown(nb)).replace("−", "-")
+    for sentence, expression in CLAIMS.get(path.stem, []):
+        pattern = re.escape(sentence).replace(r"\{\}", r"(-?\d+\.\d{3})")
+        found = re.findall(pattern, prose)
+        assert found, f"{path.name}: the sentence {sentence!r} is gone; update CLAIMS"
+        value = claimed_value(expression)
+        assert all(f == value for f in found), (
+            f"{path.name}: {sentence!r} quotes {found}, but {expression} is {value}")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -64,19 +130,28 @@ def test_map_in_out_line_and_links(path):
     assert "you are here" in first and "**In:**" in first and "**Out:**" in first
     assert all(f"({name}.ipynb)" in first for name in NAMES), "the map links every step"
     last = markdown(nb)[-1]
-    i = NAMES.index(path.stem)
-    neighbours = ([NAMES[i - 1]] if i > 0 else []) + ([NAMES[i + 1]] if i < 6 else [])
+    order = NAMES + LABS                # a lab links back to the notebook before it
+    i = order.index(path.stem)
+    neighbours = ([order[i - 1]] if i > 0 else []) + ([order[i + 1]] if i < 6 else [])
     assert all(f"({n}.ipynb)" in last for n in neighbours), "the last cell links the neighbours"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_check_yourself_exercises_have_checkers_and_hidden_answers(path):
+def test_check_yourself_exercises_are_one_line_each_with_no_answer_on_the_page(path):
+    """Exercises live in the module: a notebook shows each with `tm.exercise("NN.k")` (a
+    write-it-yourself one passes the learner's function too), from notebook 02 on at least
+    one of them a write-it-yourself; no folded answers or answer code on the page."""
     nb = load(path)
     text = "\n".join(markdown(nb))
-    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    number = path.stem[:2]
+    calls = [re.fullmatch(r'tm\.exercise\("(\d\d)\.\d+"(, \w+)?\)', "".join(c["source"]).strip())
+             for c in nb["cells"] if c["cell_type"] == "code" and "tm.exercise(" in "".join(c["source"])]
     assert "check yourself" in text.lower()
-    assert len(re.findall(r"tm\.check_(number|choice)\(", code)) >= 3
-    assert text.count("<details>") >= 3 and text.count("<summary>") >= 3
+    assert len(calls) >= 3 and all(calls), "each exercise cell is the one line tm.exercise(...)"
+    assert {m.group(1) for m in calls} == {number}, "a notebook shows its own exercises"
+    assert number == "01" or any(m.group(2) for m in calls), "a write-it-yourself exercise"
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    assert "<details>" not in text and not re.search(r"check_(number|choice)\(|answer=", code)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -117,12 +192,47 @@ def test_a_fresh_run_stores_the_same_file(path):
     fresh = executed(path)
     stored = path.read_text(encoding="utf-8")
     if fresh != stored:
-        lines = [(i, a, b) for i, (a, b) in enumerate(zip(stored.splitlines(), fresh.splitlines()))
-                 if a != b]
-        where = f"line {lines[0][0] + 1}: stored {lines[0][1][:100]!r}, fresh {lines[0][2][:100]!r}" \
-            if lines else "the lengths differ"
-        pytest.fail(f"{path.name} is not stored as a fresh run writes it ({where}); "
-                    "rerun python tools/run_notebooks.py and commit")
+        pytest.fail(f"{path.name}: a fresh run differs from the stored file.\n"
+                    + "\n".join(differences(json.loads(stored), json.loads(fresh)))
+                    + "\nReview each difference. If it is what your change meant to do, store the "
+                      "fresh run (python tools/run_notebooks.py) and commit it; if not, the code is wrong.")
+
+
+def around_first_difference(a, b, width=40):
+    i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    start = max(0, i - width // 2)
+    return f"{a[start:i + width // 2]!r} -> {b[start:i + width // 2]!r}"
+
+
+def differences(stored, fresh, limit=8):
+    """What a reader would see change: cell by cell, the outputs' text and pictures, then
+    the stored widget state, model by model."""
+    found = []
+    for i, (a, b) in enumerate(zip(stored["cells"], fresh["cells"], strict=True)):
+        if a.get("outputs") == b.get("outputs") and a["source"] == b["source"]:
+            continue
+        head = "".join(a["source"]).splitlines()[0][:60] if a["source"] else ""
+        old, new = cell_output_text(a), cell_output_text(b)
+        if old != new:
+            diff = [f"    stored: {x!r}\n    fresh:  {y!r}" for x, y in
+                    zip(old.splitlines(), new.splitlines()) if x != y][:3] or \
+                [f"    {len(old.splitlines())} lines stored, {len(new.splitlines())} fresh"]
+            found.append(f"  cell {i} ({head}): its text changed\n" + "\n".join(diff))
+        else:
+            found.append(f"  cell {i} ({head}): a picture or a widget view changed, not its text")
+    state = [m.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+             for m in (stored["metadata"], fresh["metadata"])]
+    changed = sorted(k for k in set(state[0]) | set(state[1]) if state[0].get(k) != state[1].get(k))
+    for k in changed[:3]:
+        before, after = state[0].get(k, {}).get("state", {}), state[1].get(k, {}).get("state", {})
+        keys = sorted(f for f in set(before) | set(after) if before.get(f) != after.get(f))
+        name = (state[0].get(k) or state[1].get(k)).get("model_name")
+        found.append(f"  widget model {name} {k[:8]}: {', '.join(keys) or 'added or removed'} changed"
+                     + ("; value " + around_first_difference(str(before.get("value")), str(after.get("value")))
+                        if "value" in keys else ""))
+    if len(changed) > 3:
+        found.append(f"  ... and {len(changed) - 3} more widget models")
+    return found[:limit] or ["  (only the file's formatting differs)"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
