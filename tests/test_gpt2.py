@@ -1,0 +1,402 @@
+"""The GPT-2 lab's code: checkpoints in and out, the byte-level BPE, float32, the KV cache.
+
+No test downloads anything: the checkpoints are written here, in Hugging Face's naming, and
+the BPE is compared with the `tokenizers` library on a vocabulary trained here.
+"""
+import json
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import toy_model as tm
+from test_toy_model import _cast, random_params, reference_forward
+
+TEXT = "the cat climbed the"
+
+
+# --- The toy, through a GPT-2 folder and back --------------------------------------------
+
+@pytest.fixture(scope="module")
+def toy_folder(tmp_path_factory):
+    return tm.save_toy_as_gpt2(tmp_path_factory.mktemp("toy_gpt2"))
+
+
+def test_toy_round_trip_gives_the_toys_logits(toy_folder):
+    lab = tm.load_gpt2(toy_folder)
+    ids = lab["encode"]("the cat climbed the roof.")
+    assert ids == tm.encode("the cat climbed the roof.")
+    logits = tm.forward(ids, lab["params"], lab["n_head"])
+    assert logits.dtype == np.float32
+    assert np.abs(logits - tm.forward(ids)).max() < 1e-5
+    assert lab["decode"](ids) == "the cat climbed the roof."
+
+
+def test_toy_config_says_what_the_toy_is(toy_folder):
+    config = json.loads((toy_folder / "config.json").read_text())
+    assert {k: config[k] for k in ["vocab_size", "n_positions", "n_embd", "n_layer", "n_head",
+                                   "n_inner", "layer_norm_epsilon", "activation_function",
+                                   "tie_word_embeddings"]} == {
+        "vocab_size": 12, "n_positions": 8, "n_embd": 4, "n_layer": 1, "n_head": 2, "n_inner": 8,
+        "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new", "tie_word_embeddings": False}
+    assert config["eos_token_id"] == tm.EOT
+
+
+def test_save_gpt2_uses_hugging_faces_names_and_shapes(toy_folder):
+    from safetensors.numpy import load_file
+    stored = load_file(toy_folder / "model.safetensors")
+    expected = {"transformer.wte.weight": (12, 4), "transformer.wpe.weight": (8, 4),
+                "transformer.h.0.ln_1.weight": (4,), "transformer.h.0.ln_1.bias": (4,),
+                "transformer.h.0.attn.c_attn.weight": (4, 12), "transformer.h.0.attn.c_attn.bias": (12,),
+                "transformer.h.0.attn.c_proj.weight": (4, 4), "transformer.h.0.attn.c_proj.bias": (4,),
+                "transformer.h.0.ln_2.weight": (4,), "transformer.h.0.ln_2.bias": (4,),
+                "transformer.h.0.mlp.c_fc.weight": (4, 8), "transformer.h.0.mlp.c_fc.bias": (8,),
+                "transformer.h.0.mlp.c_proj.weight": (8, 4), "transformer.h.0.mlp.c_proj.bias": (4,),
+                "transformer.ln_f.weight": (4,), "transformer.ln_f.bias": (4,),
+                "lm_head.weight": (12, 4)}
+    assert {k: v.shape for k, v in stored.items()} == expected
+    assert all(v.dtype == np.float32 for v in stored.values())
+    assert np.array_equal(stored["lm_head.weight"], np.float32(tm.PARAMS["w_u"]).T)
+    assert np.array_equal(stored["transformer.h.0.attn.c_attn.weight"],
+                          np.float32(tm.PARAMS["blocks"][0]["attn"]["c_attn"]["w"]))
+
+
+def test_transformers_opens_the_toy_and_gets_its_logits(toy_folder):
+    """When PyTorch and transformers are installed (they are not course requirements)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    model = transformers.GPT2LMHeadModel.from_pretrained(toy_folder).eval()
+    ids = tm.encode("the cat climbed the roof.")
+    with torch.no_grad():
+        logits = model(torch.tensor([ids])).logits[0].numpy()
+    assert np.abs(logits - tm.forward(ids)).max() < 1e-5
+
+
+# --- A checkpoint written here, in Hugging Face's naming ----------------------------------
+
+def write_hf_checkpoint(folder, params, n_head, prefix, lm_head):
+    """GPT-2's files as Hugging Face stores them, written without the course's save_gpt2:
+    buffers included, lm_head only when asked for."""
+    from safetensors.numpy import save_file
+    folder.mkdir()
+    n_ctx, d = params["wpe"].shape
+    t = {"wte.weight": params["wte"], "wpe.weight": params["wpe"],
+         "ln_f.weight": params["ln_f"]["g"], "ln_f.bias": params["ln_f"]["b"]}
+    for i, blk in enumerate(params["blocks"]):
+        h = f"h.{i}."
+        t[h + "ln_1.weight"], t[h + "ln_1.bias"] = blk["ln_1"]["g"], blk["ln_1"]["b"]
+        t[h + "ln_2.weight"], t[h + "ln_2.bias"] = blk["ln_2"]["g"], blk["ln_2"]["b"]
+        for part, lin in [("attn.c_attn", blk["attn"]["c_attn"]), ("attn.c_proj", blk["attn"]["c_proj"]),
+                          ("mlp.c_fc", blk["mlp"]["c_fc"]), ("mlp.c_proj", blk["mlp"]["c_proj"])]:
+            t[h + part + ".weight"], t[h + part + ".bias"] = lin["w"], lin["b"]
+        t[h + "attn.bias"] = np.tril(np.ones((n_ctx, n_ctx)))[None, None]      # buffers, not weights
+        t[h + "attn.masked_bias"] = np.array(-1e4)
+    t = {prefix + k: v for k, v in t.items()}
+    if lm_head is not None:
+        t["lm_head.weight"] = lm_head
+    save_file({k: np.ascontiguousarray(v, dtype=np.float32) for k, v in t.items()},
+              str(folder / "model.safetensors"), metadata={"format": "pt"})
+    config = {"model_type": "gpt2", "vocab_size": len(params["wte"]), "n_positions": n_ctx,
+              "n_embd": d, "n_layer": len(params["blocks"]), "n_head": n_head,
+              "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new"}
+    if lm_head is not None:
+        config["tie_word_embeddings"] = False
+    (folder / "config.json").write_text(json.dumps(config))
+    tm.save_bpe(folder, *tm.toy_bpe())
+    return folder
+
+
+def as32(params):
+    """The weights as the checkpoint holds them (rounded to float32), in float64."""
+    return _cast(_cast(params, np.float32), float)
+
+
+@pytest.mark.parametrize("prefix", ["transformer.", ""], ids=["transformer.-prefix", "bare-names"])
+def test_a_hugging_face_checkpoint_gives_the_reference_logits(tmp_path, prefix):
+    """Random weights, gains and biases; 3 blocks of 4 heads; tied (no lm_head)."""
+    params = random_params(np.random.default_rng(5), vocab=12, n_ctx=8, d=8, n_layer=3)
+    lab = tm.load_gpt2(write_hf_checkpoint(tmp_path / "ckpt", params, 4, prefix, lm_head=None))
+    assert lab["tied"] and lab["n_head"] == 4 and len(lab["params"]["blocks"]) == 3
+    assert np.shares_memory(lab["params"]["w_u"], lab["params"]["wte"])      # a view, no copy
+    ids = [3, 1, 4, 1, 5, 9, 2, 6]
+    expected = reference_forward(ids, as32(params), 4)
+    assert np.abs(tm.forward(ids, lab["params"], lab["n_head"]) - expected).max() < 1e-4
+
+
+def test_an_untied_checkpoint_uses_its_lm_head(tmp_path):
+    rng = np.random.default_rng(6)
+    params = random_params(rng, vocab=12, n_ctx=8, d=8, n_layer=2)
+    w_u = rng.normal(0, 1, (8, 12))
+    lab = tm.load_gpt2(write_hf_checkpoint(tmp_path / "ckpt", params, 2, "transformer.", w_u.T))
+    assert not lab["tied"]
+    ids = [0, 2, 4, 5, 1]
+    expected = reference_forward(ids, {**as32(params), "w_u": np.float32(w_u).astype(float)}, 2)
+    assert np.abs(tm.forward(ids, lab["params"], lab["n_head"]) - expected).max() < 1e-4
+
+
+def test_round_trip_of_random_weights(tmp_path):
+    params = random_params(np.random.default_rng(7), vocab=12, n_ctx=8, d=12, n_layer=2)
+    params["w_u"] = np.random.default_rng(8).normal(0, 1, (12, 12))
+    tm.save_gpt2(tmp_path, params, n_head=3)
+    tm.save_bpe(tmp_path, *tm.toy_bpe())
+    lab = tm.load_gpt2(tmp_path)
+    ids = [11, 0, 2, 4, 5, 1, 6, 10]
+    assert lab["n_head"] == 3
+    assert np.abs(tm.forward(ids, lab["params"], 3) - tm.forward(ids, as32(params), 3)).max() < 1e-4
+
+
+def test_a_folder_without_the_four_files_gets_one_sentence(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(ValueError, match="lacks model.safetensors, vocab.json, merges.txt"):
+        tm.load_gpt2(tmp_path)
+
+
+def test_find_gpt2_reads_the_environment_variable(tmp_path, monkeypatch):
+    monkeypatch.delenv("GPT2_DIR", raising=False)
+    assert tm.find_gpt2()[0] is None and "not set" in tm.find_gpt2()[1]
+    monkeypatch.setenv("GPT2_DIR", str(tmp_path))
+    assert tm.find_gpt2()[0] is None and "without config.json" in tm.find_gpt2()[1]
+    tm.save_toy_as_gpt2(tmp_path)
+    assert tm.find_gpt2()[0] == tmp_path
+
+
+def test_gpt2_small_has_124_million_parameters():
+    shapes = {"wte": (50257, 768), "wpe": (1024, 768)}
+    params = {k: np.empty(s, np.float32) for k, s in shapes.items()}
+    params["blocks"] = [{"ln_1": {"g": np.empty(768), "b": np.empty(768)},
+                         "attn": {"c_attn": {"w": np.empty((768, 2304)), "b": np.empty(2304)},
+                                  "c_proj": {"w": np.empty((768, 768)), "b": np.empty(768)}},
+                         "ln_2": {"g": np.empty(768), "b": np.empty(768)},
+                         "mlp": {"c_fc": {"w": np.empty((768, 3072)), "b": np.empty(3072)},
+                                 "c_proj": {"w": np.empty((3072, 768)), "b": np.empty(768)}}}
+                        for _ in range(12)]
+    params["ln_f"] = {"g": np.empty(768), "b": np.empty(768)}
+    params["w_u"] = params["wte"].T
+    assert tm.count_params(params) == 124_439_808
+
+
+# --- float32 end to end, and no copies of the weights ------------------------------------
+
+def arrays(tree, path="trace"):
+    if isinstance(tree, dict):
+        for k, v in tree.items():
+            yield from arrays(v, f"{path}[{k!r}]")
+    elif isinstance(tree, list):
+        for i, v in enumerate(tree):
+            yield from arrays(v, f"{path}[{i}]")
+    elif isinstance(tree, np.ndarray) and tree.dtype.kind == "f":
+        yield path, tree
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("which", ["toy", "random 3 blocks"])
+def test_every_intermediate_keeps_the_weights_dtype(dtype, which):
+    """The float32 run of the Output page's figures (test_toy_model) really is float32."""
+    if which == "toy":
+        params, n_head, ids = _cast(tm.PARAMS, dtype), tm.N_HEAD, tm.encode(TEXT)
+    else:
+        params = _cast(random_params(np.random.default_rng(3), 7, 6, 8, 3), dtype)
+        n_head, ids = 4, [3, 1, 4, 1, 5, 6]
+    trace = {}
+    tm.forward(ids, params, n_head, trace=trace)
+    found = dict(arrays(trace))
+    assert len(found) > 20
+    wrong = {path: a.dtype for path, a in found.items() if a.dtype != dtype}
+    assert not wrong, f"upcast or downcast: {wrong}"
+    assert tm.softmax(trace["logits"]).dtype == dtype
+    assert tm.forward_cached(ids, [], params, n_head).dtype == dtype
+
+
+def test_forward_does_not_copy_the_weights():
+    """With a large vocabulary the embeddings dominate; a forward pass allocates far less."""
+    rng = np.random.default_rng(4)
+    params = _cast(random_params(rng, vocab=50257, n_ctx=64, d=64, n_layer=2, scale=0.02), np.float32)
+    params["w_u"] = params["wte"].T
+    weight_bytes = sum(a.nbytes for _, a in arrays(params) if a is not params["w_u"])
+    tracemalloc.start()
+    try:
+        tm.forward(list(range(5)), params, 4)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 0.1 * weight_bytes, f"forward allocated {peak} bytes for {weight_bytes} of weights"
+
+
+# --- The KV cache -------------------------------------------------------------------------
+
+def test_cached_forward_gives_the_full_forwards_logits():
+    params = random_params(np.random.default_rng(9), vocab=11, n_ctx=9, d=12, n_layer=3)
+    ids = [3, 1, 4, 1, 5, 9, 2, 6, 5]
+    full = tm.forward(ids, params, 3)
+    cache = []
+    parts = [tm.forward_cached(chunk, cache, params, 3) for chunk in (ids[:4], ids[4:5], ids[5:8], ids[8:])]
+    assert np.abs(np.vstack(parts) - full).max() < 1e-12
+    assert [len(kv["k"]) for kv in cache] == [9, 9, 9]
+
+
+def test_cached_attention_matches_attention_head_by_head():
+    rng = np.random.default_rng(10)
+    q, k, v = (rng.normal(size=(6, 8)) for _ in range(3))
+    def one_head(*qkv):
+        out = tm.attention(*qkv)
+        return out[0] if isinstance(out, tuple) else out      # (out, scores, weights) or out
+    heads = np.hstack([one_head(q[:, h:h + 2], k[:, h:h + 2], v[:, h:h + 2]) for h in range(0, 8, 2)])
+    assert np.abs(tm.attend_new(q, k, v, 4) - heads).max() < 1e-12
+    assert np.abs(tm.attend_new(q[4:], k, v, 4) - heads[4:]).max() < 1e-12
+
+
+@pytest.mark.parametrize("settings", [dict(temperature=0), dict(temperature=1.0, seed=0),
+                                      dict(temperature=1.5, top_k=3, seed=2),
+                                      dict(temperature=1.0, top_p=0.9, seed=1)],
+                         ids=["greedy", "T1", "T1.5-k3", "p0.9"])
+def test_generation_with_and_without_cache_agree_with_generate(settings):
+    ids = tm.encode(TEXT)
+    with_cache = tm.generate_fast(ids, eot=tm.EOT, **settings)
+    without = tm.generate_fast(ids, eot=tm.EOT, cache=False, **settings)
+    assert with_cache == without == [s["next"] for s in tm.generate(TEXT, **settings)]
+
+
+def test_generation_stops_at_max_new_and_at_a_full_context():
+    params = random_params(np.random.default_rng(11), vocab=11, n_ctx=9, d=8, n_layer=2)
+    assert len(tm.generate_fast([1, 2], params, 2, max_new=3, temperature=1)) == 3
+    assert len(tm.generate_fast([1, 2], params, 2, max_new=50, temperature=1)) == 7
+
+
+# --- The byte-level BPE against the tokenizers library ------------------------------------
+
+CORPUS = [
+    "The cat climbed the roof. The dog didn't; it's 3 o'clock and they'll sleep.",
+    "We've 12 cats, 345 dogs and 6789 birds!! I'm sure you'd like them.",
+    "Café au lait, naïve résumé, Zürich, São Paulo, Ærøskøbing, déjà vu.",
+    "Emoji: 🙂🙂 🐈 on the 🏠, and 👍🏽 for the cat.",
+    "Tabs\tand\t\tnewlines\n\nand   runs of    spaces.",
+    "Ελληνικά, русский, 日本語のテキスト, 한국어, עברית, العربية.",
+    "x² + y² = z², ½ cup, Ⅻ o'clock, ① ② ③; 一二三.",
+] * 20
+
+TEXTS = [
+    "the cat climbed the",
+    "The cat's toy isn't here; we're sure they've gone, I'm told, you'll see, he'd know.",
+    "In 2024 there were 1234567 cats and 89 dogs: 3.14159, -42, 1e10.",
+    "  leading spaces,   runs of    spaces   and trailing spaces   ",
+    "tabs\tbetween\t\twords\nand newlines\n\n\nand\r\nwindows ends",
+    "Café naïve résumé Zürich déjà vu crème brûlée",
+    "emoji 🙂 🐈🐈 👍🏽 🏳️‍🌈 and a cat",
+    "Ελληνικά русский 日本語 한국어 x² ½ Ⅻ ① 一二三",
+    "odd spaces:\u00a0no-break,\u3000ideographic,\u2009thin\u2028line\x1cfile separator",
+    "<|endoftext|>a new text<|endoftext|>",
+    "'s 't 're 've 'm 'll 'd 'S 'RE ''",
+    "",
+]
+
+
+@pytest.fixture(scope="module")
+def trained_bpe(tmp_path_factory):
+    """A byte-level BPE trained here by `tokenizers` (a test dependency), saved as GPT-2's
+    vocab.json and merges.txt."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import decoders, models, pre_tokenizers, trainers
+    tok = tokenizers.Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=["<|endoftext|>"], show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(CORPUS, trainer)
+    folder = tmp_path_factory.mktemp("bpe")
+    tok.model.save(str(folder))
+    vocab, merges = tm.read_bpe(folder)
+    assert len(merges) > 200                            # the corpus taught it real merges
+    return tok, vocab, merges
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_bpe_gives_the_ids_tokenizers_gives(trained_bpe, text):
+    tok, vocab, merges = trained_bpe
+    encode, decode = tm.bpe_tokenizer(vocab, merges)
+    assert encode(text) == tok.encode(text).ids
+    assert decode(encode(text)) == text
+
+
+def test_pre_split_cuts_where_tokenizers_cuts():
+    """Random text over many kinds of characters: letters, digits and numbers of other
+    scripts, spaces of several kinds, apostrophes, punctuation, emoji, combining marks."""
+    from tokenizers import pre_tokenizers
+    split = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    alphabet = list("aZ09 '.,!\t\n\r") + ["s", "t", "ll", "ve", "é", "ß", "²", "½", "Ⅻ", "一", "٣",
+                                          "\u00a0", "\u3000", "\u2028", "\x1c", "\x85", "🙂", "\u0301",
+                                          "ǅ", "ʰ", "_", "€"]
+    rng = np.random.default_rng(12)
+    for _ in range(300):
+        text = "".join(rng.choice(alphabet, rng.integers(1, 25)))
+        ours = ["".join(tm.BYTE_TO_CHAR[b] for b in w.encode()) for w in tm.pre_split(text)]
+        assert ours == [w for w, _ in split.pre_tokenize_str(text)], repr(text)
+
+
+def test_pre_split_matches_gpt2s_own_pattern_when_regex_is_installed():
+    regex = pytest.importorskip("regex")
+    pattern = regex.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
+    for text in TEXTS:
+        assert tm.pre_split(text) == pattern.findall(text)
+
+
+def test_the_byte_table_is_gpt2s():
+    table = tm.bytes_to_unicode()
+    assert len(set(table.values())) == 256
+    assert table[ord(" ")] == "Ġ" and table[ord("\n")] == "Ċ" and table[ord("a")] == "a"
+    assert all(c.isprintable() and not c.isspace() for c in table.values())
+
+
+@pytest.mark.parametrize("text", ["the cat climbed the", "edthe", " the sofa.<|endoftext|>the floor"])
+def test_the_toys_bpe_cuts_like_the_toy(text):
+    encode, decode = tm.bpe_tokenizer(*tm.toy_bpe())
+    assert encode(text) == tm.encode(text) and decode(encode(text)) == text
+
+
+def test_the_toys_bpe_cuts_random_toy_texts_like_the_toy():
+    encode, _ = tm.bpe_tokenizer(*tm.toy_bpe())
+    rng = np.random.default_rng(13)
+    for _ in range(300):
+        text = "".join(tm.VOCAB[i] for i in rng.integers(0, 12, rng.integers(1, 9)))
+        assert encode(text) == tm.encode(text), repr(text)
+
+
+def test_bpe_merges_by_rank_not_by_position():
+    ranks = {("b", "c"): 0, ("a", "b"): 1, ("a", "bc"): 2}
+    steps = []
+    assert tm.bpe("abc", ranks, steps) == ["abc"]
+    assert steps == [["a", "bc"], ["abc"]]
+
+
+def test_text_outside_a_small_vocabulary_gets_one_sentence():
+    encode, decode = tm.bpe_tokenizer(*tm.toy_bpe())
+    with pytest.raises(ValueError, match="cannot cover '␣jumped'"):
+        encode("the cat jumped")
+    with pytest.raises(ValueError, match="ids run from 0 to 11"):
+        decode([3, 12])
+
+
+# --- The lab's attention widget -----------------------------------------------------------
+
+def test_the_attention_widget_shows_the_chosen_heads_weights(toy_folder):
+    lab = tm.load_gpt2(toy_folder)
+    widget = tm.lab_attention(lab)
+    sliders, text_box, info, area = widget.children[0].children, widget.children[1], \
+        widget.children[3], widget.children[4]
+    trace = {}
+    tm.forward(tm.encode(TEXT), lab["params"], lab["n_head"], trace=trace)
+    for head in (1, 2):
+        sliders[1].value = head
+        w = trace["blocks"][0]["heads"][head - 1]["weights"][-1]
+        j = int(np.argmax(w))
+        assert f"({tm.fmt(w[j])}) on {tm.show(tm.VOCAB[tm.encode(TEXT)[j]])}" in info.value
+        assert np.allclose(widget.figure.axes[0].images[0].get_array()[-1], w)
+    text_box.value = "the cat jumped"
+    assert "cannot cover" in area.value and "␣jumped" in area.value
+    text_box.value = "the dog climbed the wall"
+    assert area.value == "" and widget.state.tokens[-1] == "␣wall"
+
+
+def test_token_texts_show_spaces_and_escape_what_does_not_print(toy_folder):
+    lab = tm.load_gpt2(toy_folder)
+    assert tm.token_texts(lab, tm.encode(TEXT)) == ["the", "␣cat", "␣climb", "ed", "␣the"]
+    assert tm.token_texts({"decode": lambda ids: " a\n\x04"}, [0]) == ["␣a\\n\\x04"]
