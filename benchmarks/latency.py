@@ -17,6 +17,12 @@ code is shared: tests/browser_harness.py) and measures:
          in the plot's <canvas>. By default the course's w-logit-playground
          (notebooks/06_output.ipynb) and w-temperature (notebooks/07_generation.ipynb);
          a missing notebook falls back to the self-test notebook's bar chart.
+  drag   what a teacher sees when dragging a plot's slider: 10 key presses on it as fast
+         as the browser sends them, then the time from the last press to the final
+         picture (the last paint that changes the plot's pixels), and how many other
+         pictures were painted after the last press (frames of values already left
+         behind: 0 or 1 is a plot that keeps up, more is a queue replaying stale frames).
+         Repeated --drags times per plot, alternating right and left. Target: 150 ms.
   open + run all, for every notebook in notebooks/.
 
 The clock runs inside the page: a keydown listener stamps performance.now(), then the
@@ -28,6 +34,7 @@ nothing between changes, so the watcher does not slow down what it times.
 
     python benchmarks/latency.py                       # defaults above
     python benchmarks/latency.py --plot notebooks/06_output.ipynb:logit-playground --presses 40
+    python benchmarks/latency.py --only-drag --drags 10  # the drag figures alone
 
 This is a script, not a test: it prints figures and fails only if it cannot measure.
 """
@@ -136,6 +143,114 @@ window.__latency = {
 """
 
 
+DRAG_PRESSES = 10
+DRAG_QUIET = 1.5  # s without a new paint: the drag's final picture has arrived
+
+# Records, during a drag, a copy of a plot's canvas at each paint (drawImage or
+# putImageData, the only ways ipympl paints), and the time of each key press. Copying a
+# canvas into another is cheap; the pixels are read and compared only after the drag.
+_DRAG_JS = r"""
+window.__drag = {
+  start(root) {
+    this.presses = [];
+    this.paints = [];
+    this.onKey = () => this.presses.push(performance.now());
+    document.addEventListener('keydown', this.onKey, {capture: true});
+    const canvas = [...root.querySelectorAll('canvas')].find(c => c.width && c.height);
+    const ctx = canvas.getContext('2d');
+    this.unhook = [];
+    for (const name of ['drawImage', 'putImageData']) {
+      const paints = this.paints;
+      ctx[name] = function (...args) {
+        const result = CanvasRenderingContext2D.prototype[name].apply(this, args);
+        const copy = document.createElement('canvas');
+        copy.width = canvas.width;
+        copy.height = canvas.height;
+        CanvasRenderingContext2D.prototype.drawImage.call(copy.getContext('2d'), canvas, 0, 0);
+        paints.push({t: performance.now(), copy});
+        return result;
+      };
+      this.unhook.push(() => delete ctx[name]);
+    }
+  },
+  lastPaint() { return this.paints.length ? this.paints[this.paints.length - 1].t : -1; },
+  stop() {
+    document.removeEventListener('keydown', this.onKey, {capture: true});
+    this.unhook.forEach(f => f());
+    const read = c => new Uint32Array(
+        c.getContext('2d').getImageData(0, 0, c.width, c.height).data.buffer);
+    const same = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
+    // The pictures shown, in order: a paint that changes nothing is not a new picture.
+    const pictures = [];
+    for (const p of this.paints) {
+      const pixels = read(p.copy);
+      if (!pictures.length || !same(pictures[pictures.length - 1].pixels, pixels)) {
+        pictures.push({t: p.t, pixels});
+      }
+    }
+    const lastPress = this.presses[this.presses.length - 1];
+    const after = pictures.filter(p => p.t > lastPress);
+    const final = pictures[pictures.length - 1];
+    return {presses: this.presses.length,
+            lag: final && final.t > lastPress ? final.t - lastPress : null,
+            stale: Math.max(after.length - 1, 0),
+            paints: this.paints.length,
+            pictures: pictures.length};
+  },
+};
+"""
+
+
+def time_drags(page, target: Target, drags: int) -> list[dict]:
+    """Drag the widget's first slider `drags` times (DRAG_PRESSES key presses each, as
+    fast as the browser takes them, alternately right and left); for each drag, the ms
+    from the last press to the final picture and the pictures painted in between."""
+    root = widget_root(page, target.widget)
+    root.scroll_into_view_if_needed()
+    page.evaluate(_DRAG_JS)
+    handle = root.locator(".noUi-handle, input[type=range]").first
+    results = []
+    for n in range(drags):
+        key = "ArrowRight" if n % 2 == 0 else "ArrowLeft"
+        handle.focus()
+        root.evaluate("(root) => window.__drag.start(root)")
+        for _ in range(DRAG_PRESSES):
+            page.keyboard.press(key)
+        deadline = time.monotonic() + CHANGE_TIMEOUT_MS / 1000
+        while time.monotonic() < deadline:         # until no paint for DRAG_QUIET seconds
+            last = page.evaluate("() => window.__drag.lastPaint()")
+            time.sleep(DRAG_QUIET)
+            if page.evaluate("() => window.__drag.lastPaint()") == last:
+                break
+        results.append(page.evaluate("() => window.__drag.stop()"))
+    return results
+
+
+def measure_drags(browser, lab, targets: list[Target], drags: int) -> dict[str, list[dict]]:
+    results = {}
+    for notebook in dict.fromkeys(t.notebook for t in targets):
+        with lab_page(browser, lab) as page:
+            open_notebook(page, lab, notebook)
+            run_all(page, notebook)
+            for target in (t for t in targets if t.notebook == notebook):
+                try:
+                    results[label(target)] = time_drags(page, target, drags)
+                except Exception as error:
+                    print(f"  {label(target)}: not measured: {str(error).splitlines()[0]}")
+    return results
+
+
+def drag_summary(runs: list[dict]) -> str:
+    lags = [r["lag"] for r in runs if r["lag"] is not None]
+    stale = [r["stale"] for r in runs]
+    if not lags:
+        return "no final picture after the last press"
+    return (f"last press -> final picture: median {statistics.median(lags):6.1f} ms "
+            f"(max {max(lags):.1f}, n={len(lags)}); pictures of earlier values after the "
+            f"last press: median {statistics.median(stale):g}, max {max(stale)}; "
+            f"presses seen {min(r['presses'] for r in runs)}-{max(r['presses'] for r in runs)}")
+
+
 @dataclass
 class Target:
     """A widget to time: w-<widget> in <notebook>, watched as 'text', 'canvas' or 'markup'."""
@@ -237,6 +352,10 @@ def main() -> None:
     parser.add_argument("--presses", type=int, default=20, help="key presses per widget (default 20)")
     parser.add_argument("--no-run-all", action="store_true",
                         help="skip timing open + run all of each notebook")
+    parser.add_argument("--drags", type=int, default=5,
+                        help=f"drags ({DRAG_PRESSES} fast presses each) per plot (default 5)")
+    parser.add_argument("--only-drag", action="store_true",
+                        help="measure only the drags of the plots")
     args = parser.parse_args()
 
     plots = args.plot or [spec if (REPO_ROOT / spec.partition(":")[0]).exists() else FALLBACK_PLOT
@@ -251,6 +370,14 @@ def main() -> None:
     print("machine:", machine())
     with running_lab(REPO_ROOT) as lab, running_chromium() as browser:
         print(f"browser: Chromium {browser.version}\n")
+        plot_targets = [t for t in targets if t.role == "plot"]
+        if args.drags:
+            print(f"drag: {DRAG_PRESSES} fast key presses on the slider ({args.drags} drags each):")
+            for name, runs in measure_drags(browser, lab, plot_targets, args.drags).items():
+                print(f"  {name:60} {drag_summary(runs)}")
+            print()
+        if args.only_drag:
+            return
         print(f"key press -> change ({args.presses} presses each):")
         latencies = measure_widgets(browser, lab, targets, args.presses)
         for name, times in latencies.items():

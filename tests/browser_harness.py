@@ -534,6 +534,21 @@ def choose(option: str, nth: int = 0) -> Action:
 CANVAS_CHANGES = "canvas-changes"  # the pixels of the widget's <canvas> elements (ipympl plots)
 TEXT_CHANGES = "text-changes"  # the widget's visible text, slider read-outs excepted
 MARKUP_CHANGES = "markup-changes"  # the markup inside the widget's HTML widgets (an SVG drawing)
+TEXT_SHOWS = "text-shows"  # nothing needs to change: the text must (come to) hold `contains`
+
+SETTLE = 0.6  # s; after a widget showed what it must, it must still show it this much later
+              # (the browser sends a slider's value back rounded to its step a moment later)
+
+
+def look() -> "Action":
+    """Do nothing: read the widget as it is (after Run All, say)."""
+    return Action("look", lambda root: None)
+
+
+def squeeze(text: str) -> str:
+    """Text without whitespace: HTML widgets' bold parts come back as separate text
+    nodes, joined with spaces, so compare texts without their spacing."""
+    return re.sub(r"\s+", "", text)
 
 
 @dataclass(frozen=True)
@@ -544,17 +559,29 @@ class Interaction:
     widget: str
     action: Action
     expect: str = CANVAS_CHANGES
-    contains: str | None = None
+    contains: str | tuple[str, ...] | None = None   # compared without whitespace
 
     def __post_init__(self):
-        if self.expect not in (CANVAS_CHANGES, TEXT_CHANGES, MARKUP_CHANGES):
-            raise ValueError("expect must be CANVAS_CHANGES, TEXT_CHANGES or MARKUP_CHANGES, "
-                             f"not {self.expect!r}")
+        if self.expect not in (CANVAS_CHANGES, TEXT_CHANGES, MARKUP_CHANGES, TEXT_SHOWS):
+            raise ValueError("expect must be CANVAS_CHANGES, TEXT_CHANGES, MARKUP_CHANGES or "
+                             f"TEXT_SHOWS, not {self.expect!r}")
+        if self.expect == TEXT_SHOWS and not self.contains:
+            raise ValueError("TEXT_SHOWS needs `contains`: what the widget must show")
+
+    @property
+    def wanted(self) -> tuple[str, ...]:
+        if self.contains is None:
+            return ()
+        return (self.contains,) if isinstance(self.contains, str) else tuple(self.contains)
+
+    def missing(self, text: str) -> list[str]:
+        """The parts of `contains` that `text` does not show."""
+        return [part for part in self.wanted if squeeze(part) not in squeeze(text)]
 
     def __str__(self) -> str:
         then = self.expect.replace("-", " ")
         if self.contains:
-            then += f" and shows {self.contains!r}"
+            then += f" and shows {' … '.join(self.wanted)!r}"
         return f"w-{self.widget}: {self.action} -> {then}"
 
 
@@ -625,15 +652,24 @@ def _perform(page, interaction: Interaction, shots_prefix: Path) -> None:
         page.set_default_timeout(PAGE_TIMEOUT * 1000)
 
     def changed():
-        text = visible_text(root)
-        wanted = interaction.contains is None or interaction.contains in text
-        return wanted and snapshot(root) != before
+        shows = not interaction.missing(visible_text(root))
+        return shows and (interaction.expect == TEXT_SHOWS or snapshot(root) != before)
 
     try:
         _poll(changed, INTERACTION_TIMEOUT, str(interaction), interval=0.1)
+        if interaction.wanted:              # and it stays so: no late echo undoes it
+            time.sleep(SETTLE)
+            missing = interaction.missing(visible_text(root))
+            if missing:
+                raise InteractionFailed(f"showed {missing[0]!r}, then no longer, "
+                                        f"{SETTLE:g} s later; widget text now: "
+                                        f"{visible_text(root)[:400]!r}")
     except TimeoutError:
-        raise InteractionFailed(f"nothing changed within {INTERACTION_TIMEOUT} s; "
-                                f"widget text now: {visible_text(root)[:300]!r}") from None
+        text = visible_text(root)
+        missing = interaction.missing(text)
+        what = f"it does not show {missing[0]!r}" if missing else "nothing changed"
+        raise InteractionFailed(f"{what} within {INTERACTION_TIMEOUT} s; "
+                                f"widget text now: {text[:400]!r}") from None
     finally:
         root.screenshot(path=f"{shots_prefix}-after.png")
 
@@ -641,3 +677,132 @@ def _perform(page, interaction: Interaction, shots_prefix: Path) -> None:
 def safe_name(text: str) -> str:
     """A file-name-friendly version of text."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")
+
+
+# --------------------------------------------------------------------------- first open
+#
+# What a notebook shows before anything runs: stored outputs only, the notebook not yet
+# trusted (a fresh clone), or saved by JupyterLab and opened again in a new kernel.
+
+_FIRST_OPEN_JS = r"""
+(path) => {
+  const panel = window.__harness.panel(path);
+  const raw = /\b(VBox|HBox|Canvas|ToggleButtons?|FloatSlider|IntSlider|Dropdown|RadioButtons)\(|children=\(/;
+  const VIEW = 'application/vnd.jupyter.widget-view+json';
+  const found = [];
+  const shown = {picture: 0, html: 0, live: 0};
+  panel.content.widgets.forEach((cell, i) => {
+    if (cell.model.type !== 'code') return;
+    const where = `cell ${i + 1} (${cell.model.sharedModel.getSource().split('\n')[0].slice(0, 50)})`;
+    const outputs = cell.model.outputs.toJSON();
+    const nodes = [...cell.node.querySelectorAll('.jp-OutputArea-child')];
+    if (nodes.length !== outputs.length) {
+      found.push(`${where}: ${outputs.length} outputs but ${nodes.length} shown`);
+      return;
+    }
+    outputs.forEach((out, k) => {
+      const node = nodes[k];
+      const text = node.innerText;
+      if (raw.test(text)) found.push(`${where}: raw widget text: ${text.slice(0, 120)}`);
+      if (text.includes('Error displaying widget')) found.push(`${where}: ${text.slice(0, 200)}`);
+      if (text.includes('Loading widget...')) found.push(`${where}: a widget never finished loading`);
+      if (!(out.data && out.data[VIEW])) return;
+      const live = node.querySelector('.course-widget.jupyter-widgets');  // not a stored HTML form
+      const img = node.querySelector('.jp-RenderedImage img');
+      const html = node.querySelector('.jp-RenderedHTMLCommon');
+      if (live) shown.live += 1;
+      else if (img && img.complete && img.naturalWidth > 0) shown.picture += 1;
+      else if (html && html.innerText.trim()) shown.html += 1;
+      else found.push(`${where}: a widget output shows neither the widget, nor its picture, ` +
+                      `nor its HTML form: ${text.slice(0, 120)}`);
+    });
+  });
+  return {problems: found, shown};
+}
+"""
+
+
+def first_open_report(page, path: str) -> dict:
+    """What the open notebook shows: `problems` (raw widget text such as `VBox(children=…`,
+    "Error displaying widget", a widget still loading, a widget output that shows
+    nothing) and `shown`: how many widget outputs show the live widget, its stored
+    picture (a loaded <img>) or its HTML form."""
+    try:
+        _poll(lambda: not page.evaluate("() => window.__harness.widgetsStillLoading()"),
+              WIDGET_RENDER_TIMEOUT, "widgets to render")
+    except TimeoutError:
+        pass  # reported as a problem
+    return page.evaluate(_FIRST_OPEN_JS, path)
+
+
+def canvas_is_drawn(canvas) -> bool:
+    """Whether a <canvas> holds anything but one flat colour (an ipympl figure drawn)."""
+    return canvas.evaluate(
+        """(c) => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+                    for (let i = 4; i < d.length; i += 4) {
+                      if (d[i] !== d[0] || d[i+1] !== d[1] || d[i+2] !== d[2] || d[i+3] !== d[3]) return true;
+                    }
+                    return false; }""")
+
+
+def save_notebook(page, path: str) -> None:
+    """Save the open notebook as JupyterLab's save (or autosave) would."""
+    page.evaluate(
+        """async (path) => { const panel = window.__harness.panel(path);
+                             window.jupyterapp.shell.activateById(panel.id);
+                             await panel.context.save(); }""", path)
+
+
+@contextlib.contextmanager
+def lab_page_at(browser, lab: LabServer, width: int, height: int):
+    """lab_page with a chosen viewport (a projector's 1366 x 768, say)."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    context.add_init_script(_PAGE_HELPERS_JS)
+    page = context.new_page()
+    page.set_default_timeout(PAGE_TIMEOUT * 1000)
+    try:
+        yield page
+    finally:
+        context.close()
+        lab.shut_down_sessions()
+
+
+def lab_home(page, lab: LabServer) -> None:
+    """Load JupyterLab in the page with an empty workspace (open_notebook does this too;
+    open_here then opens notebook after notebook without loading the page again)."""
+    page.goto(f"{lab.url}/lab?reset&token={lab.token}")
+    page.wait_for_function("() => window.jupyterapp !== undefined")
+    page.evaluate("() => window.jupyterapp.restored")
+
+
+def open_here(page, path: str) -> None:
+    """Open `path` in the JupyterLab already loaded in the page; wait for an idle kernel."""
+    page.evaluate(
+        "async (path) => { await window.jupyterapp.commands.execute("
+        "'docmanager:open', {path, factory: 'Notebook'}); }",
+        path)
+
+    def kernel_idle():
+        _accept_kernel_dialog(page)
+        return _state(page, path).get("kernel") == "idle"
+
+    _poll(kernel_idle, KERNEL_START_TIMEOUT, f"the kernel of {path} to start")
+
+
+def close_notebook(page, path: str) -> None:
+    """Shut the notebook's kernel down and close its tab, without saving."""
+    page.evaluate(
+        """async (path) => { const panel = window.__harness.panel(path);
+                             await panel.sessionContext.shutdown();
+                             panel.context.model.dirty = false;
+                             panel.close(); }""", path)
+    _poll(lambda: not _state(page, path)["opened"], PAGE_TIMEOUT, f"{path} to close")
+
+
+def ink(canvas) -> float:
+    """The share of a <canvas>'s pixels that are not near white: a plot's fingerprint."""
+    return canvas.evaluate(
+        """(c) => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+                    let n = 0;
+                    for (let i = 0; i < d.length; i += 4) if (d[i+3] > 0 && d[i] + d[i+1] + d[i+2] < 600) n++;
+                    return n / (d.length / 4); }""")

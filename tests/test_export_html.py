@@ -1,0 +1,109 @@
+"""The offline HTML edition (tools/export_html.py): pages that open from disk.
+
+Exports every notebook of notebooks/ into a temporary folder, then checks the pages:
+no script, style or picture that would come from the network; every link to another
+notebook leads to its page; and, in Debian's Chromium with every network request
+refused, each page loads with no failed request and shows every stored picture.
+"""
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+from browser_harness import REPO_ROOT, browser_unavailable_reason, running_chromium
+
+sys.path.insert(0, str(REPO_ROOT / "tools"))
+from export_html import export
+
+NOTEBOOKS = sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    out = tmp_path_factory.mktemp("html")
+    return export(NOTEBOOKS, out)
+
+
+def stored_pictures(notebook: Path) -> int:
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    return sum("image/png" in o.get("data", {}) for c in cells for o in c.get("outputs", []))
+
+
+def test_a_page_for_every_notebook_and_an_index(pages):
+    assert [p.stem for p in pages] == [n.stem for n in NOTEBOOKS]
+    index = (pages[0].parent / "index.html").read_text(encoding="utf-8")
+    assert all(f'href="{n.stem}.html"' in index for n in NOTEBOOKS)
+
+
+def test_nothing_is_loaded_from_the_network(pages):
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        remote = re.findall(r'<(?:script|img|link|iframe)[^>]*(?:src|href)="(?:https?:)?//[^"]*"', text)
+        remote += re.findall(r'@import\s+url\(\s*["\']?(?:https?:)?//[^)]*\)', text)
+        assert not remote, f"{page.name} loads {remote[:3]}"
+
+
+def test_links_between_notebooks_lead_to_their_pages(pages):
+    """A link to a notebook leads to its page; any other relative link still finds its
+    file from html/ (a sibling of notebooks/, so `../data/x` means the same there)."""
+    names = {n.stem for n in NOTEBOOKS}
+    dead = []
+    for page in pages:
+        for href in re.findall(r'href="([^"#:]+)(?:#[^"]*)?"', page.read_text(encoding="utf-8")):
+            if href.endswith(".ipynb"):
+                why = "not to its page" if Path(href).stem in names else "no such notebook"
+                dead.append(f"{page.name}: {href} ({why})")
+            elif href.startswith("../"):
+                if not (REPO_ROOT / "html" / unquote(href)).resolve().exists():
+                    dead.append(f"{page.name}: {href}")
+            elif not (page.parent / unquote(href)).exists():
+                dead.append(f"{page.name}: {href}")
+    assert not dead, "dead links:\n" + "\n".join(dead)
+
+
+@pytest.mark.browser
+def test_pages_open_offline_with_every_picture(pages):
+    reason = browser_unavailable_reason()
+    if reason:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true and {reason}")
+        pytest.skip(reason)
+    problems = []
+    with running_chromium() as browser:
+        context = browser.new_context(viewport={"width": 1366, "height": 768})
+        refused = []
+
+        def only_files(route):
+            if urlparse(route.request.url).scheme in ("file", "data"):
+                route.continue_()
+            else:
+                refused.append(route.request.url)
+                route.abort()
+
+        context.route("**/*", only_files)
+        page = context.new_page()
+        failed = []
+        page.on("requestfailed", lambda request: failed.append(request.url))
+        for path, notebook in zip(pages, NOTEBOOKS):
+            refused.clear()
+            failed.clear()
+            page.goto(path.as_uri(), wait_until="load")
+            shown = page.evaluate("""() => {
+                const imgs = [...document.querySelectorAll('img')];
+                return {pictures: imgs.filter(i => i.complete && i.naturalWidth > 0).length,
+                        broken: imgs.filter(i => !(i.complete && i.naturalWidth > 0)).length,
+                        raw: /VBox\\(children=|HBox\\(children=/.test(document.body.innerText)};
+            }""")
+            expected = stored_pictures(notebook)
+            if refused or failed:
+                problems.append(f"{path.name}: requests refused {refused[:3]}, failed {failed[:3]}")
+            if shown["broken"] or shown["pictures"] != expected:
+                problems.append(f"{path.name}: {expected} stored pictures, shown {shown}")
+            if shown["raw"]:
+                problems.append(f"{path.name}: shows a widget's raw text")
+        context.close()
+    assert not problems, "\n".join(problems)
