@@ -21,9 +21,31 @@ def test_readme_gives_two_one_line_commands_that_do_all_the_set_up():
     assert len(commands) == 2, commands
     for command in commands:
         assert "\n" not in command, f"not one line: {command!r}"
-        assert command.startswith("python3 -m venv .venv && .venv/bin/pip install -r requirements.txt && ")
-    assert commands[0].endswith("jupyter lab notebooks/")
-    assert commands[1].endswith("python -m pytest")
+    # The course installs with requirements.txt's lower bounds; the tests with the pins of
+    # constraints.txt, which the stored outputs were made with.
+    assert commands[0] == ("python3 -m venv .venv && .venv/bin/pip install -r requirements.txt && "
+                           ".venv/bin/jupyter lab notebooks/")
+    assert commands[1] == ("python3 -m venv .venv && .venv/bin/pip install -r requirements.txt "
+                           "-c constraints.txt && .venv/bin/python -m pytest")
+
+
+def _requirements():
+    """name -> lower bound, from requirements.txt's lines "name>=version"."""
+    text = (REPO_ROOT / "requirements.txt").read_text()
+    return dict(re.findall(r"^([A-Za-z0-9_.-]+)>=([^\s#]+)", text, flags=re.M))
+
+
+def test_constraints_pin_every_requirement_at_or_above_its_lower_bound():
+    pins = dict(re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)", (REPO_ROOT / "constraints.txt").read_text(),
+                           flags=re.M))
+    pins = {name.lower().replace("_", "-"): v for name, v in pins.items()}
+
+    def version(v):
+        return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
+    for name, low in _requirements().items():
+        pinned = pins.get(name.lower().replace("_", "-"))
+        assert pinned, f"constraints.txt pins no version of {name}"
+        assert version(pinned) >= version(low), f"{name}: pinned {pinned} is below {low}"
 
 
 def test_ci_runs_the_readme_test_command():
