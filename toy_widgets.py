@@ -23,8 +23,8 @@ from toy_model import (DIMS, EOT, N_CTX, N_HEAD, PARAMS, VOCAB, causal_mask, che
                        encode, entropy, forward, next_token_probs, run, sample, show, softmax)
 
 # Okabe-Ito colours: distinguishable with the common kinds of colour blindness.
-BLUE, ORANGE, GREEN, VERMILION, SKY, PURPLE, YELLOW, GREY = (
-    "#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442", "#999999")
+BLUE, ORANGE, GREEN, VERMILION, SKY, PURPLE, GREY = (
+    "#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#999999")
 HEAT = "cividis"                                    # heat maps: readable in colour and in grey
 TOKENS = [show(t) for t in VOCAB]
 
@@ -65,7 +65,8 @@ def table(rows, header=None):
     if header:
         cells.insert(0, list(header))
     widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
-    lines = ["  ".join(c.rjust(w) if _numeric(c) else c.ljust(w) for c, w in zip(r, widths)).rstrip()
+    lines = ["  ".join(c.rjust(w) if _numeric(c) else c.ljust(w)
+                       for c, w in zip(r, widths, strict=True)).rstrip()
              for r in cells]
     if header:
         lines.insert(1, "  ".join("-" * w for w in widths))
@@ -81,7 +82,8 @@ def matrix(m, rows=None, cols=None, digits=3):
     m = np.atleast_2d(m)
     rows = rows if rows is not None else [""] * len(m)
     cols = cols if cols is not None else [f"d{j + 1}" for j in range(m.shape[1])]
-    return table([[r] + [fmt(v, digits) for v in row] for r, row in zip(rows, m)], [""] + list(cols))
+    body = [[r] + [fmt(v, digits) for v in row] for r, row in zip(rows, m, strict=True)]
+    return table(body, [""] + list(cols))
 
 
 def static(fig):
@@ -307,7 +309,7 @@ class Panel(widgets.VBox):
         if canvases:
             import base64
             pngs = [base64.b64encode(picture(c.figure)).decode("ascii") for c in canvases]
-            for canvas, png in zip(canvases, pngs):
+            for canvas, png in zip(canvases, pngs, strict=True):
                 canvas._data_url = f"data:image/png;base64,{png}"
                 _keep_saved_picture_current(canvas)
             data["image/png"] = pngs[0]
@@ -325,6 +327,17 @@ def panel(name, *children):
     box.add_class("course-widget")
     box.add_class(f"w-{name}")
     return box
+
+
+class StyleRule(widgets.HTML):
+    """A <style> element inside a widget: an HTML widget of its own kind, never its text."""
+
+
+def chosen_style():
+    """A style rule for a widget's ToggleButtons: the chosen button in solid blue with white
+    text (JupyterLab's own marks it only a shade darker grey, unreadable on a projector)."""
+    return StyleRule(f"<style>.course-widget .widget-toggle-button.mod-active"
+                     f"{{background:{BLUE};color:white}}</style>")
 
 
 def message_area():
@@ -1196,12 +1209,12 @@ choice_exercise(
         "Row 2 has three later tokens it could look at without the mask.",
         "Row 3 has two later tokens it could look at without the mask.",
         "Row 4 still has one later token, ␣the, to peek at.",
-        "Look at what the mask hides in this row once more."])),
+        "Look at what the mask hides in this row once more."], strict=True)),
     solution=lambda: (
         "Row 5, the last token: there is no later token to hide, so the mask forbids nothing in "
         "that row. The largest change of any weight in each row, over both heads, when the mask "
         "is switched off: "
-        + ", ".join(f"{r} {fmt(c)}" for r, c in zip(_mask_rows(), _mask_changes())) + "."))
+        + ", ".join(f"{r} {fmt(c)}" for r, c in zip(_mask_rows(), _mask_changes(), strict=True)) + "."))
 
 _COLUMN = np.array([2.0, 0.0, 1.0, 0.0])
 
@@ -1282,7 +1295,7 @@ _BOTH = ["y = x", "y = LN(x)", "y = 0", "y = x + LN(x)"]
 def _both_off_answer():
     r = run(_TEXT, attention_on=False, mlp_on=False)
     x, ln = r["x"], _ln(r["x"])
-    for option, value in zip(_BOTH, [x, ln, 0 * x, x + ln]):
+    for option, value in zip(_BOTH, [x, ln, 0 * x, x + ln], strict=True):
         if np.allclose(r["y"], value):
             return option
     return None
@@ -1444,7 +1457,7 @@ number_exercise(
     solution=lambda: (
         f"{fmt(_tied_z().max(), 1)}, for `{TOKENS[int(_tied_z().argmax())]}`: the logit of each token "
         "is \"d1 + d3\" of its row of E. The 12 logits: "
-        + ", ".join(f"{t} {fmt(z, 1)}" for t, z in zip(TOKENS, _tied_z())) + "."))
+        + ", ".join(f"{t} {fmt(z, 1)}" for t, z in zip(TOKENS, _tied_z(), strict=True)) + "."))
 
 choice_exercise(
     "06.4", "With the same tied weights and h = [1, 0, 1, 0]: which token gets the highest logit?",
@@ -1483,7 +1496,7 @@ number_exercise(
                     "That is the toy's own W_U; with tied weights the logits are h · E[j].")],
     solution=lambda: (
         "Exponentiate all twelve logits and divide by their sum: "
-        + ", ".join(f"{t} {fmt(z, 1)} → {fmt(q)}" for t, z, q in zip(TOKENS, _tied_z(), _tied_p()))
+        + ", ".join(f"{t} {fmt(z, 1)} → {fmt(q)}" for t, z, q in zip(TOKENS, _tied_z(), _tied_p(), strict=True))
         + f". ␣floor leads, yet gets only {fmt(_tied_p()[_FLOOR])}: six other tokens score 1, half a "
         "unit behind, and together they take most of the mass."))
 
@@ -1753,7 +1766,7 @@ def grouped_labels(points, names):
     """Labels for points that may coincide: the first point at a place gets all the
     names found there ("␣cat, ␣dog"), the others an empty label (no overprinting)."""
     labels, first = [], {}
-    for point, name in zip(map(tuple, np.round(np.asarray(points, float), 6)), names):
+    for point, name in zip(map(tuple, np.round(np.asarray(points, float), 6)), names, strict=True):
         if point in first:
             labels[first[point]] += ", " + name
             labels.append("")
@@ -1784,7 +1797,7 @@ def embedding_scatter_plot(ax, dx=0, dy=3, wte=None):
                          label="token embedding (row of E)")
     notes = [ax.annotate("", (0, 0), xytext=(5, 5), textcoords="offset points", fontsize=9,
                          color=BLUE) for _ in points]
-    _place(scatter, notes, points, TOKENS)
+    _place(scatter, notes, points, [tick_label(t) for t in TOKENS])
     ax.set_xlim(EMBED_LIMITS)
     ax.set_ylim(EMBED_LIMITS)
     ax.axhline(0, color=GREY, lw=0.6, zorder=1)
@@ -1813,7 +1826,7 @@ def embedding_scatter(text="the cat climbed the"):
                        linewidths=2, zorder=4, label=f"row of X for {text!r} (position: token)")
     ring_notes = [ax.annotate("", (0, 0), xytext=(6, -13), textcoords="offset points", fontsize=9,
                               color=VERMILION, fontweight="bold") for _ in ids]
-    legend = ax.legend(loc="upper right", fontsize=8)
+    legend = ax.legend(loc="lower right", fontsize=8)
     live_artists(fig, [rings, *ring_notes, ax.title, legend])
     state = WidgetState(dims=(1, 3), positions=False)
 
@@ -1825,7 +1838,7 @@ def embedding_scatter(text="the cat climbed the"):
                              "on one diagonal line: pick two different dimensions for x and y.")
         moved = (dx, dy) != state.dims
         state.dims, state.positions = (dx, dy), positions.value
-        _place(scatter, notes, PARAMS["wte"][:, [dx, dy]], TOKENS)
+        _place(scatter, notes, PARAMS["wte"][:, [dx, dy]], [tick_label(t) for t in TOKENS])
         _place(rings, ring_notes, x_rows[:, [dx, dy]], row_names)
         for artist in [rings, *ring_notes, legend.legend_handles[1], legend.get_texts()[1]]:
             artist.set_visible(state.positions)
@@ -1922,7 +1935,7 @@ def query_picker(text="the cat climbed the", head=0):
     on_change(pick, area, state, on_pick)
     on_change(pos, area, state, on_pos)
     show_row(n)
-    root = panel("query-picker", pick, pos, chart.fig.canvas, info, area)
+    root = panel("query-picker", pick, pos, chart.fig.canvas, info, area, chosen_style())
     root.chart, root.state = chart, state                     # for tests
     return root
 
@@ -2018,7 +2031,7 @@ def mask_and_heads(text="the cat climbed the"):
     on_change(mask_button, area, state, update)
     on_change(which, area, state, update)
     guarded(area, update, state)()
-    root = panel("mask-heads", mask_button, which, fig.canvas, info, area)
+    root = panel("mask-heads", mask_button, which, fig.canvas, info, area, chosen_style())
     root.state, root.maps = state, maps                       # for tests
     return root
 

@@ -69,7 +69,6 @@ DEFAULT_PLOT_FLOOR = f"{SELF_TEST}:one-bar"
 DEFAULT_SVG = f"{SELF_TEST}:svg-bars"
 DEFAULT_PLOTS = ["notebooks/06_output.ipynb:logit-playground",
                  "notebooks/07_generation.ipynb:temperature"]
-FALLBACK_PLOT = f"{SELF_TEST}:bars"
 SETTLE = 0.3  # s between presses, so that a late redraw does not count for the next press
 CHANGE_TIMEOUT_MS = 10_000
 
@@ -347,8 +346,7 @@ def main() -> None:
                         help=f"the bar drawn by the browser, for comparison (default {DEFAULT_SVG})")
     parser.add_argument("--plot", action="append", metavar="NOTEBOOK:WIDGET",
                         help="a slider -> ipympl plot widget; repeatable "
-                             f"(default {' and '.join(DEFAULT_PLOTS)}, "
-                             f"each falling back to {FALLBACK_PLOT} if its notebook is missing)")
+                             f"(default {' and '.join(DEFAULT_PLOTS)})")
     parser.add_argument("--presses", type=int, default=20, help="key presses per widget (default 20)")
     parser.add_argument("--no-run-all", action="store_true",
                         help="skip timing open + run all of each notebook")
@@ -358,8 +356,7 @@ def main() -> None:
                         help="measure only the drags of the plots")
     args = parser.parse_args()
 
-    plots = args.plot or [spec if (REPO_ROOT / spec.partition(":")[0]).exists() else FALLBACK_PLOT
-                          for spec in DEFAULT_PLOTS]
+    plots = args.plot or DEFAULT_PLOTS
     targets = [parse_target(args.floor, "floor"), parse_target(args.plot_floor, "plot floor"),
                parse_target(args.svg, "svg")]
     targets += [parse_target(spec, "plot") for spec in dict.fromkeys(plots)]

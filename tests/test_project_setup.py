@@ -94,3 +94,14 @@ def test_toy_model_says_which_names_it_lacks():
     import toy_model as tm
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         tm.no_such_name  # noqa: B018
+
+
+def test_a_widget_cell_runs_on_its_own_in_a_fresh_kernel():
+    # A learner who opens a notebook and runs a widget's cell before the cells above: the
+    # course's kernel defaults (tools/lab_settings) have already run the first cell.
+    import nbformat
+    from nbclient import NotebookClient
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import matplotlib\nprint(matplotlib.get_backend(), type(tm.logit_playground()).__name__)")])
+    NotebookClient(notebook, timeout=60, kernel_name="python3").execute()
+    assert notebook.cells[0].outputs[0]["text"].split() == ["widget", "Panel"]
