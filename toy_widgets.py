@@ -1780,12 +1780,33 @@ def _dim_label(j):
     return f"d{j + 1} ({DIMS[j]})"
 
 
-def _place(scatter, notes, points, names):
-    """Move an existing scatter and its annotations to new points (no new artists)."""
+def label_levels(points, labels, room=0.065):
+    """How many lines up each label goes (0, 1, 2, ...) so as not to run into the label
+    of a point to its left on the same line; a character takes about `room` data units."""
+    levels, ends = [0] * len(labels), {}            # ends: y -> [(x where a label ends, level)]
+    for i in sorted(range(len(labels)), key=lambda i: (points[i][1], points[i][0])):
+        if labels[i]:
+            x, y = (float(v) for v in points[i])
+            row = ends.setdefault(round(y, 6), [])
+            busy = {level for end, level in row if end > x}
+            levels[i] = min(set(range(len(row) + 1)) - busy)
+            shown = re.sub(r"\$\\mathbf\{(.)\}\$", r"\1", labels[i])     # mathtext: one character
+            row.append((x + room * (len(shown) + 1), levels[i]))
+    return levels
+
+
+def _place(scatter, notes, points, names, step=None):
+    """Move an existing scatter and its annotations to new points (no new artists).
+    step: lift each label by this many points per level of label_levels, so that labels
+    on one line do not run into each other."""
     scatter.set_offsets(points)
-    for note, xy, label in zip(notes, points, grouped_labels(points, names), strict=True):
+    labels = grouped_labels(points, names)
+    levels = label_levels(points, labels) if step else [0] * len(labels)
+    for note, xy, label, level in zip(notes, points, labels, levels, strict=True):
         note.xy = tuple(xy)
         note.set_text(label)
+        if step:
+            note.xyann = (5, 5 + step * level)
 
 
 def embedding_scatter_plot(ax, dx=0, dy=3, wte=None):
@@ -1797,7 +1818,7 @@ def embedding_scatter_plot(ax, dx=0, dy=3, wte=None):
                          label="token embedding (row of E)")
     notes = [ax.annotate("", (0, 0), xytext=(5, 5), textcoords="offset points", fontsize=9,
                          color=BLUE) for _ in points]
-    _place(scatter, notes, points, [tick_label(t) for t in TOKENS])
+    _place(scatter, notes, points, [tick_label(t) for t in TOKENS], step=13)
     ax.set_xlim(EMBED_LIMITS)
     ax.set_ylim(EMBED_LIMITS)
     ax.axhline(0, color=GREY, lw=0.6, zorder=1)
@@ -1838,7 +1859,7 @@ def embedding_scatter(text="the cat climbed the"):
                              "on one diagonal line: pick two different dimensions for x and y.")
         moved = (dx, dy) != state.dims
         state.dims, state.positions = (dx, dy), positions.value
-        _place(scatter, notes, PARAMS["wte"][:, [dx, dy]], [tick_label(t) for t in TOKENS])
+        _place(scatter, notes, PARAMS["wte"][:, [dx, dy]], [tick_label(t) for t in TOKENS], step=13)
         _place(rings, ring_notes, x_rows[:, [dx, dy]], row_names)
         for artist in [rings, *ring_notes, legend.legend_handles[1], legend.get_texts()[1]]:
             artist.set_visible(state.positions)

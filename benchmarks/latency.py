@@ -225,7 +225,8 @@ def time_drags(page, target: Target, drags: int) -> list[dict]:
     return results
 
 
-def measure_drags(browser, lab, targets: list[Target], drags: int) -> dict[str, list[dict]]:
+def measure(browser, lab, targets: list[Target], timer) -> dict:
+    """Open each notebook once, run it, and time each of its targets with timer(page, target)."""
     results = {}
     for notebook in dict.fromkeys(t.notebook for t in targets):
         with lab_page(browser, lab) as page:
@@ -233,8 +234,8 @@ def measure_drags(browser, lab, targets: list[Target], drags: int) -> dict[str, 
             run_all(page, notebook)
             for target in (t for t in targets if t.notebook == notebook):
                 try:
-                    results[label(target)] = time_drags(page, target, drags)
-                except Exception as error:
+                    results[label(target)] = timer(page, target)
+                except Exception as error:  # say which widget failed, go on with the others
                     print(f"  {label(target)}: not measured: {str(error).splitlines()[0]}")
     return results
 
@@ -286,21 +287,6 @@ def time_key_presses(page, target: Target, presses: int) -> list[float]:
         times.append(page.evaluate("() => window.__latency.pending"))
         time.sleep(SETTLE)
     return times
-
-
-def measure_widgets(browser, lab, targets: list[Target], presses: int) -> dict[str, list[float]]:
-    """Open each notebook once, run it, time each of its targets."""
-    results = {}
-    for notebook in dict.fromkeys(t.notebook for t in targets):
-        with lab_page(browser, lab) as page:
-            open_notebook(page, lab, notebook)
-            run_all(page, notebook)
-            for target in (t for t in targets if t.notebook == notebook):
-                try:
-                    results[label(target)] = time_key_presses(page, target, presses)
-                except Exception as error:  # a widget not written yet: say so, go on
-                    print(f"  {label(target)}: not measured: {str(error).splitlines()[0]}")
-    return results
 
 
 def time_open_and_run_all(browser, lab, notebooks: list[str]) -> dict[str, tuple[float, float]]:
@@ -370,13 +356,16 @@ def main() -> None:
         plot_targets = [t for t in targets if t.role == "plot"]
         if args.drags:
             print(f"drag: {DRAG_PRESSES} fast key presses on the slider ({args.drags} drags each):")
-            for name, runs in measure_drags(browser, lab, plot_targets, args.drags).items():
+            drags = measure(browser, lab, plot_targets,
+                            lambda page, target: time_drags(page, target, args.drags))
+            for name, runs in drags.items():
                 print(f"  {name:60} {drag_summary(runs)}")
             print()
         if args.only_drag:
             return
         print(f"key press -> change ({args.presses} presses each):")
-        latencies = measure_widgets(browser, lab, targets, args.presses)
+        latencies = measure(browser, lab, targets,
+                            lambda page, target: time_key_presses(page, target, args.presses))
         for name, times in latencies.items():
             print(f"  {name:60} {summary(times)}")
         medians = {label(t): statistics.median(latencies[label(t)])

@@ -347,13 +347,14 @@ window.__harness = {
 
 
 @contextlib.contextmanager
-def lab_page(browser, lab: LabServer):
-    """A page in a fresh browser context (no cookies, no storage), with the helpers.
+def lab_page(browser, lab: LabServer, width: int = 1400, height: int = 1000):
+    """A page in a fresh browser context (no cookies, no storage), with the helpers, in a
+    window of width x height (a projector's 1366 x 768, say).
 
     On exit the page goes, and so do all notebook sessions and kernels, so the next
     notebook starts clean.
     """
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context = browser.new_context(viewport={"width": width, "height": height})
     context.add_init_script(_PAGE_HELPERS_JS)
     page = context.new_page()
     page.set_default_timeout(PAGE_TIMEOUT * 1000)
@@ -751,20 +752,6 @@ def save_notebook(page, path: str) -> None:
         """async (path) => { const panel = window.__harness.panel(path);
                              window.jupyterapp.shell.activateById(panel.id);
                              await panel.context.save(); }""", path)
-
-
-@contextlib.contextmanager
-def lab_page_at(browser, lab: LabServer, width: int, height: int):
-    """lab_page with a chosen viewport (a projector's 1366 x 768, say)."""
-    context = browser.new_context(viewport={"width": width, "height": height})
-    context.add_init_script(_PAGE_HELPERS_JS)
-    page = context.new_page()
-    page.set_default_timeout(PAGE_TIMEOUT * 1000)
-    try:
-        yield page
-    finally:
-        context.close()
-        lab.shut_down_sessions()
 
 
 def lab_home(page, lab: LabServer) -> None:

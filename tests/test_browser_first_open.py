@@ -34,7 +34,6 @@ from browser_harness import (
     ink,
     lab_home,
     lab_page,
-    lab_page_at,
     notebook_problems,
     open_here,
     run_all,
@@ -115,7 +114,7 @@ def check_rehearsals(lab, browser, sources: list[Path], shots: Path | None = Non
     """Run All of each notebook at 1366 x 768 (a screenshot of each widget into
     shots/<notebook>/), save, close; then, in a new page, open each again."""
     problems, shown_before = [], {}
-    with lab_page_at(browser, lab, 1366, 768) as page:
+    with lab_page(browser, lab, 1366, 768) as page:
         lab_home(page, lab)
         for source in sources:
             path = f"notebooks/{source.name}"
@@ -142,7 +141,7 @@ def check_rehearsals(lab, browser, sources: list[Path], shots: Path | None = Non
             shown_before[source.name] = plot_inks(page)
             save_notebook(page, path)
             close_notebook(page, path)
-    with lab_page_at(browser, lab, 1366, 768) as page:
+    with lab_page(browser, lab, 1366, 768) as page:
         lab_home(page, lab)
         for source in sources:
             path = f"notebooks/{source.name}"
