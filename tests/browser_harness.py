@@ -393,23 +393,8 @@ def _accept_kernel_dialog(page) -> None:
 
 def open_notebook(page, lab: LabServer, path: str) -> None:
     """Open `path` (relative to the server root) in a reset workspace; wait for an idle kernel."""
-    # ?reset starts from an empty workspace, whatever a previous page left open.
-    page.goto(f"{lab.url}/lab?reset&token={lab.token}")
-    page.wait_for_function("() => window.jupyterapp !== undefined")
-    page.evaluate("() => window.jupyterapp.restored")
-    # (The command's result, the notebook widget, must not travel back to Python: it
-    # cannot be serialized. Hence the braces.)
-    page.evaluate(
-        "async (path) => { await window.jupyterapp.commands.execute("
-        "'docmanager:open', {path, factory: 'Notebook'}); }",
-        path)
-
-    def kernel_idle():
-        _accept_kernel_dialog(page)
-        state = _state(page, path)
-        return state.get("kernel") == "idle"
-
-    _poll(kernel_idle, KERNEL_START_TIMEOUT, f"the kernel of {path} to start")
+    lab_home(page, lab)
+    open_here(page, path)
 
 
 def run_all(page, path: str, timeout: float = 120) -> None:
@@ -755,15 +740,17 @@ def save_notebook(page, path: str) -> None:
 
 
 def lab_home(page, lab: LabServer) -> None:
-    """Load JupyterLab in the page with an empty workspace (open_notebook does this too;
-    open_here then opens notebook after notebook without loading the page again)."""
+    """Load JupyterLab in the page with an empty workspace (?reset: whatever a previous
+    page left open is gone); open_here then opens notebook after notebook in it."""
     page.goto(f"{lab.url}/lab?reset&token={lab.token}")
     page.wait_for_function("() => window.jupyterapp !== undefined")
     page.evaluate("() => window.jupyterapp.restored")
 
 
 def open_here(page, path: str) -> None:
-    """Open `path` in the JupyterLab already loaded in the page; wait for an idle kernel."""
+    """Open `path` in the JupyterLab already loaded in the page; wait for an idle kernel.
+    (The command's result, the notebook widget, must not travel back to Python: it cannot
+    be serialized. Hence the braces.)"""
     page.evaluate(
         "async (path) => { await window.jupyterapp.commands.execute("
         "'docmanager:open', {path, factory: 'Notebook'}); }",
