@@ -93,6 +93,17 @@ def browser_unavailable_reason() -> str | None:
     return None
 
 
+def require_browser() -> None:
+    """Skip the calling test where the browser cannot run; in CI (CI=true) fail instead:
+    there a missing browser is a broken set-up, not a reason to pass quietly."""
+    import pytest
+    reason = browser_unavailable_reason()
+    if reason:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true and {reason}")
+        pytest.skip(reason)
+
+
 # --------------------------------------------------------------------------- JupyterLab server
 
 

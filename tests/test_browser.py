@@ -11,7 +11,6 @@ Screenshots of each widget before and after go to tests/screenshots/ (not commit
 Needs /usr/bin/chromium: without it the test is skipped, except with CI=true, where it fails.
 """
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +24,7 @@ from browser_harness import (
     TEXT_CHANGES,
     TEXT_SHOWS,
     Interaction,
-    browser_unavailable_reason,
+    require_browser,
     choose,
     click,
     lab_page,
@@ -217,12 +216,7 @@ SCREENSHOTS = REPO_ROOT / "tests" / "screenshots"
 @pytest.fixture(scope="module")
 def lab():
     """JupyterLab serving the repository root, for the whole module."""
-    reason = browser_unavailable_reason()
-    if reason:
-        # In CI a missing browser is a broken set-up, not a reason to pass quietly.
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true and {reason}")
-        pytest.skip(reason)
+    require_browser()
     served = _notebook_bytes()
     with running_lab(REPO_ROOT) as server:
         yield server

@@ -19,7 +19,6 @@ Needs /usr/bin/chromium: without it the tests are skipped, except with CI=true.
 """
 
 import json
-import os
 import shutil
 import time
 from pathlib import Path
@@ -27,7 +26,7 @@ from pathlib import Path
 import pytest
 from browser_harness import (
     REPO_ROOT,
-    browser_unavailable_reason,
+    require_browser,
     canvas_is_drawn,
     close_notebook,
     first_open_report,
@@ -177,11 +176,7 @@ def check_rehearsals(lab, browser, sources: list[Path], shots: Path | None = Non
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """JupyterLab serving a temporary copy of the repository."""
-    reason = browser_unavailable_reason()
-    if reason:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true and {reason}")
-        pytest.skip(reason)
+    require_browser()
     with running_lab(copy_root(tmp_path_factory.mktemp("first-open"))) as server:
         yield server
 

@@ -7,14 +7,13 @@ refused, each page loads with no failed request and shows every stored picture.
 """
 
 import json
-import os
 import re
 import sys
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
-from browser_harness import REPO_ROOT, browser_unavailable_reason, running_chromium
+from browser_harness import REPO_ROOT, require_browser, running_chromium
 
 sys.path.insert(0, str(REPO_ROOT / "tools"))
 from export_html import export
@@ -67,11 +66,7 @@ def test_links_between_notebooks_lead_to_their_pages(pages):
 
 @pytest.mark.browser
 def test_pages_open_offline_with_every_picture(pages):
-    reason = browser_unavailable_reason()
-    if reason:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true and {reason}")
-        pytest.skip(reason)
+    require_browser()
     problems = []
     with running_chromium() as browser:
         context = browser.new_context(viewport={"width": 1366, "height": 768})
