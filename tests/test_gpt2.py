@@ -204,7 +204,7 @@ def test_every_intermediate_keeps_the_weights_dtype(dtype, which):
     wrong = {path: a.dtype for path, a in found.items() if a.dtype != dtype}
     assert not wrong, f"upcast or downcast: {wrong}"
     assert tm.softmax(trace["logits"]).dtype == dtype
-    assert tm.forward_cached(ids, [], params, n_head).dtype == dtype
+    assert tm.forward(ids, params, n_head, cache=[]).dtype == dtype
 
 
 def test_forward_does_not_copy_the_weights():
@@ -229,20 +229,19 @@ def test_cached_forward_gives_the_full_forwards_logits():
     ids = [3, 1, 4, 1, 5, 9, 2, 6, 5]
     full = tm.forward(ids, params, 3)
     cache = []
-    parts = [tm.forward_cached(chunk, cache, params, 3) for chunk in (ids[:4], ids[4:5], ids[5:8], ids[8:])]
+    parts = [tm.forward(chunk, params, 3, cache=cache) for chunk in (ids[:4], ids[4:5], ids[5:8], ids[8:])]
     assert np.abs(np.vstack(parts) - full).max() < 1e-12
     assert [len(kv["k"]) for kv in cache] == [9, 9, 9]
+    with pytest.raises(ValueError, match="context holds at most 0"):
+        tm.forward([1], params, 3, cache=cache)                  # the cache has filled the context
 
 
-def test_cached_attention_matches_attention_head_by_head():
+def test_attention_of_the_newest_rows_is_the_last_rows_of_attention():
     rng = np.random.default_rng(10)
-    q, k, v = (rng.normal(size=(6, 8)) for _ in range(3))
-    def one_head(*qkv):
-        out = tm.attention(*qkv)
-        return out[0] if isinstance(out, tuple) else out      # (out, scores, weights) or out
-    heads = np.hstack([one_head(q[:, h:h + 2], k[:, h:h + 2], v[:, h:h + 2]) for h in range(0, 8, 2)])
-    assert np.abs(tm.attend_new(q, k, v, 4) - heads).max() < 1e-12
-    assert np.abs(tm.attend_new(q[4:], k, v, 4) - heads[4:]).max() < 1e-12
+    q, k, v = (rng.normal(size=(6, 2)) for _ in range(3))
+    full = tm.attention(q, k, v)
+    for m in range(1, 6):
+        assert np.abs(tm.attention(q[-m:], k, v) - full[-m:]).max() < 1e-12
 
 
 @pytest.mark.parametrize("settings", [dict(temperature=0), dict(temperature=1.0, seed=0),
@@ -250,16 +249,17 @@ def test_cached_attention_matches_attention_head_by_head():
                                       dict(temperature=1.0, top_p=0.9, seed=1)],
                          ids=["greedy", "T1", "T1.5-k3", "p0.9"])
 def test_generation_with_and_without_cache_agree_with_generate(settings):
-    ids = tm.encode(TEXT)
-    with_cache = tm.generate_fast(ids, eot=tm.EOT, **settings)
-    without = tm.generate_fast(ids, eot=tm.EOT, cache=False, **settings)
-    assert with_cache == without == [s["next"] for s in tm.generate(TEXT, **settings)]
+    with_cache = tm.generate(TEXT, cache=True, **settings)
+    without = tm.generate(TEXT, **settings)
+    assert [s["next"] for s in with_cache] == [s["next"] for s in without]
+    assert all(np.abs(a["p"] - b["p"]).max() < 1e-12 for a, b in zip(with_cache, without, strict=True))
 
 
 def test_generation_stops_at_max_new_and_at_a_full_context():
     params = random_params(np.random.default_rng(11), vocab=11, n_ctx=9, d=8, n_layer=2)
-    assert len(tm.generate_fast([1, 2], params, 2, max_new=3, temperature=1)) == 3
-    assert len(tm.generate_fast([1, 2], params, 2, max_new=50, temperature=1)) == 7
+    for cache in (False, True):
+        assert len(tm.generate([1, 2], 1, params=params, n_head=2, max_new=3, eot=None, cache=cache)) == 3
+        assert len(tm.generate([1, 2], 1, params=params, n_head=2, max_new=50, eot=None, cache=cache)) == 7
 
 
 # --- The byte-level BPE against the tokenizers library ------------------------------------

@@ -74,12 +74,12 @@ def test_toy_model_imports_where_kernels_run(tmp_path):
     widgets = subprocess.run(
         [sys.executable, "-c", "import toy_widgets; print(toy_widgets.__file__)"],
         cwd=tmp_path, capture_output=True, text=True)
-    assert widgets.stdout.strip() == str(REPO_ROOT / "toy_widgets.py"), widgets.stderr
+    assert widgets.stdout.strip() == str(REPO_ROOT / "toy_widgets" / "__init__.py"), widgets.stderr
 
 
 def test_the_model_imports_with_numpy_alone():
     # toy_model.py is the model a learner reads; the plots and widgets live in
-    # toy_widgets.py and load only when a notebook first asks toy_model for one of them.
+    # the package toy_widgets/ and load only when a notebook first asks toy_model for one of them.
     code = ("import sys, toy_model as tm; heavy = ('matplotlib', 'ipywidgets', 'IPython');"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy));"
             "tm.logit_playground; print('matplotlib' in sys.modules, 'ipywidgets' in sys.modules)")

@@ -419,7 +419,8 @@ def test_cross_entropy_is_the_mean_of_minus_ln_p():
     (lambda: tm.generate("the cat", max_new="3"), "max_new"),
     # the loss
     (lambda: tm.cross_entropy(tm.run(TEXT)["logits"], [1, 2, 3, 4, 12]), "ids run from 0 to 11"),
-    (lambda: tm.cross_entropy(tm.run(TEXT)["logits"], [1, 2, 3, 4, -1]), "ids run from 0 to 11"),
+    (lambda: tm.cross_entropy(tm.run(TEXT)["logits"], [1, 2, 3, 4, -2]), "ids run from 0 to 11"),
+    (lambda: tm.cross_entropy(tm.run(TEXT)["logits"], [-1] * 5), "at least one graded"),
     (lambda: tm.cross_entropy(tm.run(TEXT)["logits"], [1, 2, 3]), "one target per row"),
     (lambda: tm.cross_entropy(tm.run(TEXT)["logits"], []), "one target per row"),
     (lambda: tm.cross_entropy(tm.run(TEXT)["logits"][-1], [6]), "one row of logits per position"),

@@ -107,7 +107,7 @@ def test_last_rows_logit_gradient_is_p_minus_onehot():
 def test_the_batched_forward_is_the_forward(params, n_head):
     for text in ["the cat climbed the", "the dog climbed the wall.<|endoftext|>", "the"]:
         ids = tm.encode(text)
-        batched = tm.logits_of(tm.block_inputs(ids, params, n_head)[-1], params)
+        batched = tm.forward(np.array([ids, ids]), params, n_head=n_head)      # [2, n, V]
         assert np.allclose(batched, tm.forward(ids, params, n_head=n_head), atol=1e-12)
 
 

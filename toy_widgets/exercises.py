@@ -1,0 +1,383 @@
+"""The exercise engine ("Check yourself"): the registry, the parser of typed numbers, the checker box.
+"""
+import html
+import re
+
+import ipywidgets as widgets
+import numpy as np
+
+from .draw import TOKENS, fmt
+from .kit import message_area, say
+
+
+# --- Exercises ("Check yourself") ------------------------------------------------
+# A notebook shows an exercise with one line, `tm.exercise("03.1")`; a write-it-yourself
+# exercise passes the learner's function too, `tm.exercise("02.4", embed_rows)`.
+# Everything else lives here, registered once by key ("NN.k": notebook NN, k-th
+# exercise): the question, the answer, the hints and the worked answer. Answers, hints
+# and worked answers are functions, called at check time, that compute from the model
+# (never from a notebook's variables). Nothing of the answer is on screen, in the widget
+# state or in the stored output before the learner asks for it.
+#
+# Register with one of:
+#   number_exercise(key, question, answer, solution, hints=..., decimals=3, tol=None)
+#   count_exercise(key, question, answer, solution, hints=...)       (a whole number)
+#   choice_exercise(key, question, options, answer, solution, hints=...)
+#   code_exercise(key, question, reference, cases, solution, mistakes=...)
+# Another notebook's or lab's section may register its own (keys "08.1", "09.2", ...).
+
+EXERCISES = {}                                      # key -> dict, filled by the *_exercise functions
+_KEY = re.compile(r"\d\d\.\d+")
+NOT_DONE = "Not done yet: complete the function above, run its cell, then run this cell again."
+
+
+def parse_number(text):
+    """A learner's typed number -> float, or a ValueError with one sentence saying what is expected.
+
+    Accepts "0.811", "-1.5" or "−1.5", "1e-3", a simple fraction ("5/3", "1/12") and
+    commas between groups of three digits ("7,000" is 7000). Any other comma is an
+    error ("0,811": use a point for decimals), never a silent misreading."""
+    s = str(text).strip().replace("−", "-").replace("–", "-")
+    shown = s if len(s) <= 24 else s[:21] + "..."
+    if not s:
+        raise ValueError("Type a number first.")
+    fraction = re.fullmatch(r"([-+]?\d+(?:\.\d+)?)\s*/\s*([-+]?\d+(?:\.\d+)?)", s)
+    if fraction:
+        top, bottom = (float(x) for x in fraction.groups())
+        if bottom == 0:
+            raise ValueError(f"{shown!r} divides by 0: a fraction needs a denominator other than 0.")
+        return top / bottom
+    if "," in s:
+        if not re.fullmatch(r"[-+]?[1-9]\d{0,2}(,\d{3})+(\.\d+)?", s):
+            raise ValueError(f"{shown!r}: use a point for decimals (0.811) and commas only "
+                             "between groups of three digits (7,000).")
+        s = s.replace(",", "")
+    try:
+        value = float(s) if re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?", s, re.I) else None
+    except ValueError:
+        value = None
+    if value is None:
+        raise ValueError(f"{shown!r} is not a number: type a decimal number such as 0.395, "
+                         "or a fraction such as 5/3.")
+    if not np.isfinite(value):
+        raise ValueError(f"{shown!r} is too large: type an ordinary finite number.")
+    return value
+
+
+def _now(x):
+    """A value or a function computing it: exercises compute their facts at check time."""
+    return x() if callable(x) else x
+
+
+def _register(key, kind, question, solution, **facts):
+    if not isinstance(key, str) or not _KEY.fullmatch(key):
+        raise ValueError(f"An exercise key is a string such as '03.1' (notebook, number), not {key!r}.")
+    if key in EXERCISES:
+        raise ValueError(f"Exercise {key} is already registered: give this one another key.")
+    if not (callable(question) or isinstance(question, str) and question.strip()):
+        raise ValueError(f"Exercise {key} needs its question as a non-empty string "
+                         "(or a function returning one, for a question that shows computed numbers).")
+    if not (isinstance(solution, str) or callable(solution)):
+        raise ValueError(f"Exercise {key} needs its worked answer as a string or a function returning one.")
+    EXERCISES[key] = dict(key=key, kind=kind, question=question, solution=solution, **facts)
+
+
+def number_exercise(key, question, answer, solution, hints=(), decimals=3, tol=None, fractions=False):
+    """Register a question answered by a number.
+
+    answer: the right value, or a function computing it from the model (called at check
+    time). hints: (wrong value, sentence) pairs, or a function returning them: a typed
+    value within tol of a wrong value gets its sentence. decimals: the precision asked
+    for, stated under the question ("3 decimals"); tol (default 2 units of the last
+    decimal) is how far from the answer a value may be and still be right. A value that
+    misses only because it has fewer decimals than asked gets "Close: give 3 decimals".
+    fractions=True says under the question that a fraction such as 5/3 is welcome (any
+    number field accepts one). solution: the worked answer (text, `code` in backticks,
+    paragraphs split by blank lines), or a function returning it; shown only on request
+    or after a right answer."""
+    tol = 2 * 10.0 ** -decimals if tol is None else tol
+    if not (isinstance(decimals, int) and 0 <= decimals <= 6) or not tol > 0:
+        raise ValueError(f"Exercise {key}: decimals must be a whole number from 0 to 6 and tol positive.")
+    _register(key, "number", question, solution, answer=answer, hints=hints, decimals=decimals,
+              tol=tol, fractions=fractions)
+
+
+def count_exercise(key, question, answer, solution, hints=()):
+    """Register a question answered by a whole number (a count): anything else typed
+    gets "type a whole number"; hints as in number_exercise, matched exactly."""
+    _register(key, "count", question, solution, answer=answer, hints=hints, decimals=0, tol=0.5,
+              fractions=False)
+
+
+def choice_exercise(key, question, options, answer, solution, hints=None):
+    """Register a multiple-choice question (radio buttons).
+
+    options: the option strings (or a function computing them, for options that show
+    computed numbers); answer: the right option, or a function computing it from the
+    model; hints: {wrong option: sentence} (or a function returning that dict)."""
+    if not (callable(options) or (isinstance(options, (list, tuple)) and len(options) >= 2
+                                  and all(isinstance(o, str) for o in options))):
+        raise ValueError(f"Exercise {key}: options must be a list of at least two strings.")
+    _register(key, "choice", question, solution, options=options, answer=answer, hints=hints or {})
+
+
+def code_exercise(key, question, reference, cases, solution, mistakes=()):
+    """Register a write-it-yourself exercise: the learner completes a function in the
+    notebook and calls tm.exercise(key, their_function).
+
+    reference: the model's function that the learner's must agree with (called with
+    the same arguments). cases: (label, args tuple) pairs, or a function returning them,
+    tried in order; the first input where the learner's result differs is named.
+    mistakes: (wrong function, sentence) pairs: a result that equals a typical wrong
+    function's on that input gets its sentence. solution: a worked solution (code),
+    shown only on request. A function whose body is still `...` (it returns None) or
+    that raises NotImplementedError is "not done yet"."""
+    if not callable(reference):
+        raise ValueError(f"Exercise {key}: reference must be the model's function to compare with.")
+    _register(key, "code", question, solution, reference=reference, cases=cases, mistakes=mistakes)
+
+
+def _spec(key):
+    if not isinstance(key, str) or key not in EXERCISES:
+        known = ", ".join(sorted(EXERCISES))
+        raise ValueError(f"There is no exercise {key!r}; the exercises are: {known}.")
+    return EXERCISES[key]
+
+
+def _precision(spec):
+    if spec["kind"] == "count":
+        return "Type a whole number."
+    if spec["decimals"] == 0:
+        return "Type a number; no decimals needed."
+    extra = ", or a fraction such as 5/3" if spec["fractions"] else ""
+    return f"Give {spec['decimals']} decimal{'s' if spec['decimals'] > 1 else ''}{extra}."
+
+
+def _decimals_typed(text):
+    s = str(text).strip()
+    if "/" in s:
+        return 99
+    m = re.search(r"\.(\d+)", s)
+    return len(m.group(1)) if m else 0
+
+
+def answer_number(key, text):
+    """Check a typed answer to a number or count exercise: (right?, one sentence).
+    Unreadable input raises ValueError with the sentence to show."""
+    spec = _spec(key)
+    if spec["kind"] not in ("number", "count"):
+        raise ValueError(f"Exercise {key} is a {spec['kind']} exercise, not a number.")
+    try:
+        value = parse_number(text)
+    except ValueError:
+        if spec["kind"] == "count":
+            raise ValueError(f"{str(text).strip()[:24]!r} is not a count: type a whole number, such as 7.") from None
+        raise
+    if spec["kind"] == "count" and not float(value).is_integer():
+        raise ValueError(f"{str(text).strip()[:24]!r} is not a count: type a whole number, such as 7.")
+    answer, tol = float(_now(spec["answer"])), spec["tol"]
+    if abs(value - answer) <= tol:
+        return True, f"Right: {str(text).strip()} is correct."
+    for wrong, sentence in _now(spec["hints"]):
+        if abs(value - float(wrong)) <= tol:
+            return False, f"Not quite. {sentence}"
+    if spec["kind"] == "number":
+        typed = _decimals_typed(text)
+        if (typed < spec["decimals"] and abs(value - answer) <= 0.5 * 10.0 ** -typed + tol
+                or abs(value - answer) <= 5 * tol):
+            return False, (f"Close: give {_precision(spec)[5:-1]}, and keep every decimal in the "
+                           "steps in between.")
+    return False, "Not quite: recompute step by step and try again."
+
+
+def answer_choice(key, picked):
+    """Check a picked option of a choice exercise: (right?, one sentence)."""
+    spec = _spec(key)
+    if picked is None:
+        raise ValueError("Pick one of the options first.")
+    options, answer = list(_now(spec["options"])), _now(spec["answer"])
+    if picked not in options:
+        raise ValueError(f"{picked!r} is not one of the options.")
+    if picked == answer:
+        return True, "Right."
+    return False, "Not quite. " + _now(spec["hints"]).get(picked, "Think it through once more.")
+
+
+def _short(x):
+    a = np.asarray(x)
+    if a.ndim == 0:
+        return fmt(a) if np.issubdtype(a.dtype, np.number) else repr(x)
+    return f"an array of shape {a.shape}"
+
+
+def _same(got, expected, equal_nan=False):
+    """Equal shapes and values (to 1e-6, relative): ±inf match ±inf, NaN only if asked."""
+    try:
+        got, expected = np.asarray(got, dtype=float), np.asarray(expected, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    return got.shape == expected.shape and bool(
+        np.allclose(got, expected, rtol=1e-6, atol=1e-9, equal_nan=equal_nan))
+
+
+def _copy(args):
+    return tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args)
+
+
+def answer_code(key, function):
+    """Run the learner's function on the exercise's inputs against the model's:
+    (True, ...) when all agree, (None, NOT_DONE) when it is not written yet, otherwise
+    (False, one sentence naming the first input that differs and, if it can, a hint)."""
+    spec = _spec(key)
+    if spec["kind"] != "code":
+        raise ValueError(f"Exercise {key} is answered in its box, not by a function: "
+                         f"call tm.exercise({key!r}) alone.")
+    if not callable(function):
+        raise ValueError(f"Exercise {key} checks a function: pass the function itself "
+                         f"(its name, without brackets), not {type(function).__name__}.")
+    cases = list(_now(spec["cases"]))
+    for label, args in cases:
+        expected = spec["reference"](*_copy(args))
+        try:
+            got = function(*_copy(args))
+        except NotImplementedError:
+            return None, NOT_DONE
+        except Exception as err:       # the learner's code: any error becomes one sentence
+            words = str(err).splitlines()[0][:160] if str(err) else ""
+            return False, (f"On {label}, your function raised {type(err).__name__}"
+                           + (f": {words}" if words else "") + ".")
+        if got is None or got is Ellipsis:
+            return None, NOT_DONE
+        if _same(got, expected):
+            continue
+        for wrong, sentence in _now(spec["mistakes"]):
+            try:
+                if _same(got, wrong(*_copy(args)), equal_nan=True):
+                    return False, f"Not yet, on {label}: {sentence}"
+            except Exception:
+                continue
+        shape = np.shape(expected)
+        if np.shape(got) != shape:
+            return False, (f"Not yet, on {label}: your function returns {_short(got)}; "
+                           f"the model's has shape {shape}.")
+        return False, (f"Not yet, on {label}: your function returns {np.round(np.asarray(got, float), 3)}"
+                       f", the model gives {np.round(np.asarray(expected, float), 3)}.")
+    return True, f"Right: your function agrees with the model on all {len(cases)} inputs."
+
+
+def _inline(text):
+    """Question text -> HTML: escaped, `code` in backticks."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text.strip()))
+
+
+def _rich(text):
+    """Worked-answer text -> HTML: paragraphs at blank lines, `code` in backticks."""
+    return "".join(f"<p>{_inline(p)}</p>" for p in text.strip().split("\n\n") if p.strip())
+
+
+class ExerciseBox(widgets.VBox):
+    """An exercise's root widget (CSS classes course-widget w-check).
+
+    Outside a live kernel (a notebook opened before Run All, on GitHub or nbviewer) its
+    stored text/plain and text/html forms show the question, never the answer.
+    For tests and scripts: try_answer(value) types (or picks) a value and presses Check
+    and returns the sentence shown; show_answer() presses the answer button; .message
+    and .right hold the last sentence and verdict (True, False, None: not checked)."""
+
+    def __init__(self, key, plain, rich):
+        super().__init__([])
+        self.add_class("course-widget")
+        self.add_class("w-check")
+        self.key, self._plain, self._html = key, plain, rich
+        self.message, self.right, self.answer_shown = "", None, False
+
+    def _repr_mimebundle_(self, **kwargs):
+        data = super()._repr_mimebundle_(**kwargs)
+        data["text/plain"] = self._plain
+        data["text/html"] = f'<div class="course-widget w-check">{self._html}</div>'
+        return data
+
+
+def exercise(key, function=None):
+    """Show exercise `key` ("03.1"): its question, an answer box (or options) with a
+    Check button, and a button that shows the worked answer (also shown after a right
+    answer). For a write-it-yourself exercise pass the learner's function: it is
+    checked at once against the model, and the result is shown under the question."""
+    spec = _spec(key)
+    kind, question = spec["kind"], _now(spec["question"])
+    if kind == "code" and function is None:
+        raise ValueError(f"Exercise {key} checks a function you write: call "
+                         f"tm.exercise({key!r}, your_function).")
+    if kind != "code" and function is not None:
+        raise ValueError(f"Exercise {key} is answered in its box: call tm.exercise({key!r}) alone.")
+    area = message_area()
+    title = widgets.HTML(f"<b>{_inline(question)}</b>")
+    worked = widgets.HTML(value="")                 # empty until the learner asks
+    reveal = widgets.Button(description="Show a solution" if kind == "code" else "Show the answer")
+
+    def show_answer(_=None):
+        text = _now(spec["solution"])
+        worked.value = (f"<pre>{html.escape(text.strip())}</pre>" if kind == "code" else _rich(text))
+        reveal.disabled, box.answer_shown = True, True
+
+    def report(ok, sentence):
+        box.message, box.right = sentence, ok
+        say(area, sentence, ok=False if ok is None and kind != "code" else ok)
+        if ok:
+            show_answer()
+
+    if kind == "code":
+        ok, sentence = answer_code(key, function)
+        box = ExerciseBox(key, f"Check yourself {key}: {question}\n{sentence}",
+                          f"<p><b>{_inline(question)}</b></p><p>{html.escape(sentence)}</p>")
+        box.children = [title, area, reveal, worked]
+        report(ok, sentence)
+    else:
+        check = widgets.Button(description="Check", button_style="info")
+        if kind == "choice":
+            options = list(_now(spec["options"]))
+            if _now(spec["answer"]) not in options or len(set(options)) != len(options):
+                raise ValueError(f"Exercise {key}: its answer must be exactly one of its distinct options.")
+            field = widgets.RadioButtons(options=options, value=None, layout=widgets.Layout(width="auto"))
+            box = ExerciseBox(key, f"Check yourself {key}: {question}\n"
+                              + "\n".join(f"  ( ) {o}" for o in options),
+                              f"<p><b>{_inline(question)}</b></p><ul>"
+                              + "".join(f"<li>{html.escape(o)}</li>" for o in options) + "</ul>")
+            box.children = [title, field, widgets.HBox([check, reveal]), area, worked]
+            judge = answer_choice
+        else:
+            precision = _precision(spec)
+            field = widgets.Text(placeholder="your answer", layout=widgets.Layout(width="12em"))
+            box = ExerciseBox(key, f"Check yourself {key}: {question}\n({precision})",
+                              f"<p><b>{_inline(question)}</b> <i>{html.escape(precision)}</i></p>")
+            title.value += f" <i>{html.escape(precision)}</i>"
+            box.children = [title, widgets.HBox([field, check, reveal]), area, worked]
+            judge = answer_number
+            field.on_msg(lambda _w, content, _b: attempt() if content.get("event") == "submit" else None)
+
+        def attempt(_=None):
+            try:
+                report(*judge(key, field.value))
+            except ValueError as err:               # unreadable input: one sentence, try again
+                report(None, str(err))
+
+        def try_answer(value):
+            field.value = value if kind == "choice" else str(value)
+            attempt()
+            return box.message
+
+        check.on_click(attempt)
+        box.try_answer = try_answer
+    reveal.on_click(show_answer)
+    box.show_answer = show_answer
+    return box
+
+
+# The exercises of notebooks 01-07. Each fact is computed from the model when it is
+# needed; `_model` is toy_model itself (its functions, not a notebook's variables).
+
+_TEXT = "the cat climbed the"
+
+
+def _tok(name):
+    return TOKENS.index(name)

@@ -1,0 +1,244 @@
+"""Notebook 02, Embeddings: its exercises and the embedding scatter.
+"""
+import re
+
+import ipywidgets as widgets
+import numpy as np
+
+from toy_model import DIMS, PARAMS, check_ids, embed, encode, forward, show
+
+from .draw import BLUE, GREY, TOKENS, VERMILION, fmt, tick_label
+from .kit import (WidgetState, guarded, live_artists, live_figure, message_area, on_change, panel,
+                  picked, redraw)
+from .exercises import _TEXT, _tok, choice_exercise, code_exercise, number_exercise
+
+
+_S2 = " dog climbed the"
+
+
+def _x_of(text):
+    ids = encode(text)
+    return embed(ids, PARAMS["wte"], PARAMS["wpe"])
+
+
+number_exercise(
+    "02.1", f'Compute by hand: for the text "{_S2}" (it starts with a space, so its first token '
+            "is ␣dog), what is X's row 1 in dimension d2? Use the tables E and P printed above.",
+    answer=lambda: _x_of(_S2)[0, 1], decimals=1, tol=1e-3,
+    hints=lambda: [(PARAMS["wte"][encode(_S2)[0], 1], "That is ␣dog's own d2: row 1 also gets "
+                    "position 1's row added."),
+                   (PARAMS["wpe"][0, 1], "That is position 1's d2 alone: add ␣dog's d2 from E.")],
+    solution=lambda: (
+        f"{fmt(_x_of(_S2)[0, 1], 1)}. `␣dog`'s embedding is "
+        f"{[float(v) for v in PARAMS['wte'][encode(_S2)[0]]]}, position 1 adds "
+        f"{[float(v) for v in PARAMS['wpe'][0]]}, so d2 is {fmt(PARAMS['wte'][encode(_S2)[0], 1], 1)}"
+        f" + ({fmt(PARAMS['wpe'][0, 1], 1)}). Like every token that opens a text, `␣dog` gets the "
+        "start-of-text mark."))
+
+
+def _distances_to_cat():
+    E = PARAMS["wte"]
+    return np.linalg.norm(E - E[_tok("␣cat")], axis=1)
+
+
+def _closest_to_cat():
+    d = _distances_to_cat()
+    d[_tok("␣cat")] = np.inf
+    return TOKENS[int(np.argmin(d))]
+
+
+choice_exercise(
+    "02.2", "Which token's embedding is closest to ␣cat's (the smallest straight-line distance "
+            "between the two rows of E)?",
+    options=["␣roof", "␣the", "␣dog", "ed"], answer=_closest_to_cat,
+    hints={"␣roof": "␣roof also has d1 = 1, but it differs in d2 and d4.",
+           "␣the": "␣the points along d4 only: it shares nothing with ␣cat.",
+           "ed": "ed has d1 = 1 like ␣cat, but +1 on d2 where ␣cat has -1.",
+           "␣dog": "Compare the rows once more, dimension by dimension."},
+    solution=lambda: (
+        f"`{_closest_to_cat()}`, at distance {fmt(np.sort(_distances_to_cat())[1])}: its row differs "
+        "from `␣cat`'s only in d2 (-0.5 against -1). Both are animals that a verb follows. In a "
+        "trained model this is how similar tokens end up close together: they are followed by "
+        "similar things."))
+
+_SWAP = ("the cat climbed the", "the climbed cat the")
+_SAME = "Exactly the same: the last row mixes the same set of rows with the same weights, in any order."
+
+
+def _no_position_predictions():
+    no_pos = {**PARAMS, "wpe": np.zeros_like(PARAMS["wpe"])}
+    return [forward(encode(t), no_pos)[-1] for t in _SWAP]
+
+
+choice_exercise(
+    "02.3", f'The toy without its position embeddings reads "{_SWAP[0]}" and "{_SWAP[1]}". '
+            "What can you say about its prediction for the token after each?",
+    options=["Different, because the ids are different.", _SAME,
+             "Different, because attention reads the rows from left to right.",
+             "There are none: the second text cannot be encoded."],
+    answer=lambda: (_SAME if np.allclose(*_no_position_predictions())
+                    else "Different, because the ids are different."),
+    hints={"Different, because the ids are different.":
+               "They are the same five ids (check with tm.encode), only in another order.",
+           "Different, because attention reads the rows from left to right.":
+               "Attention compares rows by dot products and adds them up: neither knows which row came first.",
+           "There are none: the second text cannot be encoded.":
+               "It encodes fine: the tokenizer checks the pieces, not the grammar.",
+           _SAME: "Compare the two texts' ids once more."},
+    solution=lambda: (
+        f"Exactly the same (the largest difference between the two rows of logits is "
+        f"{fmt(np.abs(np.subtract(*_no_position_predictions())).max())}). Both texts are the ids "
+        f"`{' '.join(show(i) for i in sorted(set(encode(_SWAP[0])), key=encode(_SWAP[0]).index))}` "
+        "in two orders, and both end in `␣the`. The last row looks at every row; scores and "
+        "weights travel with their rows, so a weighted sum cannot tell the orders apart.\n\n"
+        "One more thing: the toy *with* its positions cannot tell them apart either. Its only "
+        "position mark is on position 1, and both texts start with `the`. A real model learns a "
+        "distinct row for every position, so it can."))
+
+
+def _rows_case(ids):
+    return (list(ids),)
+
+
+code_exercise(
+    "02.4", "Write `embed_rows(ids)`: it returns X, one row per id, each the token's row of E "
+            "(`tm.PARAMS[\"wte\"]`) plus its position's row of P (`tm.PARAMS[\"wpe\"]`).",
+    reference=lambda ids: embed(ids, PARAMS["wte"], PARAMS["wpe"]),
+    cases=lambda: [(f'the ids of "{_TEXT}"', _rows_case(encode(_TEXT))),
+                   ("the ids [3, 0] (␣dog, then the)", _rows_case([3, 0])),
+                   (f'the ids of "{_S2}"', _rows_case(encode(_S2))),
+                   ("8 ids, a full context", _rows_case([0, 2, 4, 5, 1, 6, 10, 11]))],
+    mistakes=[(lambda ids: PARAMS["wte"][ids],
+               "your rows have no position part: add P's row for each position, P[0] to the "
+               "first row (Python counts from 0)."),
+              (lambda ids: PARAMS["wte"][ids] + PARAMS["wpe"][ids],
+               "P is indexed by position (0, 1, 2, ...), not by token id: take P[:len(ids)]."),
+              (lambda ids: PARAMS["wpe"][:len(ids)] + 0 * PARAMS["wte"][ids],
+               "each row also needs its token's own row of E.")],
+    solution='''def embed_rows(ids):
+    E, P = tm.PARAMS["wte"], tm.PARAMS["wpe"]
+    return E[ids] + P[:len(ids)]      # row t: token ids[t]'s row + position t's row''')
+
+
+EMBED_LIMITS = (-1.8, 2.8)                          # every entry of wte + wpe lies inside
+DIM_OPTIONS = [(f"d{j + 1} {name}", j) for j, name in enumerate(DIMS)]   # dropdown labels
+
+
+def grouped_labels(points, names):
+    """Labels for points that may coincide: the first point at a place gets all the
+    names found there ("␣cat, ␣dog"), the others an empty label (no overprinting)."""
+    labels, first = [], {}
+    for point, name in zip(map(tuple, np.round(np.asarray(points, float), 6)), names, strict=True):
+        if point in first:
+            labels[first[point]] += ", " + name
+            labels.append("")
+        else:
+            first[point] = len(labels)
+            labels.append(name)
+    return labels
+
+
+def _dim_label(j):
+    return f"d{j + 1} ({DIMS[j]})"
+
+
+def label_levels(points, labels, room=0.065):
+    """How many lines up each label goes (0, 1, 2, ...) so as not to run into the label
+    of a point to its left on the same line; a character takes about `room` data units."""
+    levels, ends = [0] * len(labels), {}            # ends: y -> [(x where a label ends, level)]
+    for i in sorted(range(len(labels)), key=lambda i: (points[i][1], points[i][0])):
+        if labels[i]:
+            x, y = (float(v) for v in points[i])
+            row = ends.setdefault(round(y, 6), [])
+            busy = {level for end, level in row if end > x}
+            levels[i] = min(set(range(len(row) + 1)) - busy)
+            shown = re.sub(r"\$\\mathbf\{(.)\}\$", r"\1", labels[i])     # mathtext: one character
+            row.append((x + room * (len(shown) + 1), levels[i]))
+    return levels
+
+
+def _place(scatter, notes, points, names, step=None):
+    """Move an existing scatter and its annotations to new points (no new artists).
+    step: lift each label by this many points per level of label_levels, so that labels
+    on one line do not run into each other."""
+    scatter.set_offsets(points)
+    labels = grouped_labels(points, names)
+    levels = label_levels(points, labels) if step else [0] * len(labels)
+    for note, xy, label, level in zip(notes, points, labels, levels, strict=True):
+        note.xy = tuple(xy)
+        note.set_text(label)
+        if step:
+            note.xyann = (5, 5 + step * level)
+
+
+def embedding_scatter_plot(ax, dx=0, dy=3, wte=None):
+    """The 12 token embeddings in dimensions dx (x axis) and dy (y axis), labelled.
+    Returns the scatter and its annotations, so a widget can move them."""
+    wte = PARAMS["wte"] if wte is None else wte
+    points = wte[:, [dx, dy]]
+    scatter = ax.scatter(points[:, 0], points[:, 1], s=45, color=BLUE, zorder=3,
+                         label="token embedding (row of E)")
+    notes = [ax.annotate("", (0, 0), xytext=(5, 5), textcoords="offset points", fontsize=9,
+                         color=BLUE) for _ in points]
+    _place(scatter, notes, points, [tick_label(t) for t in TOKENS], step=13)
+    ax.set_xlim(EMBED_LIMITS)
+    ax.set_ylim(EMBED_LIMITS)
+    ax.axhline(0, color=GREY, lw=0.6, zorder=1)
+    ax.axvline(0, color=GREY, lw=0.6, zorder=1)
+    ax.set_xlabel(_dim_label(dx))
+    ax.set_ylabel(_dim_label(dy))
+    ax.set_title(f"The {len(points)} token embeddings, d{dx + 1} against d{dy + 1}")
+    return scatter, notes
+
+
+def embedding_scatter(text="the cat climbed the"):
+    """Pick the two dimensions to plot; 'add positions' rings the rows of X for `text`
+    (token + position) on top of the 12 embeddings. The plot is moved in place: the
+    rings alone are repainted over the rest when only they change."""
+    ids = check_ids(encode(text))                   # more tokens than the context: a sentence
+    x_rows = embed(ids, PARAMS["wte"], PARAMS["wpe"])
+    row_names = [f"{n + 1}: {show(i)}" for n, i in enumerate(ids)]
+    x_dim = widgets.Dropdown(options=DIM_OPTIONS, value=1, description="x axis:")
+    y_dim = widgets.Dropdown(options=DIM_OPTIONS, value=3, description="y axis:")
+    positions = widgets.ToggleButton(value=False, description="add positions",
+                                     tooltip="show the rows of X: token embedding + position embedding")
+    area = message_area()
+    fig, ax = live_figure("embedding-scatter", 6.0, 4.6)
+    scatter, notes = embedding_scatter_plot(ax, x_dim.value, y_dim.value)
+    rings = ax.scatter(x_rows[:, 1], x_rows[:, 3], s=190, facecolors="none", edgecolors=VERMILION,
+                       linewidths=2, zorder=4, label=f"row of X for {text!r} (position: token)")
+    ring_notes = [ax.annotate("", (0, 0), xytext=(6, -13), textcoords="offset points", fontsize=9,
+                              color=VERMILION, fontweight="bold") for _ in ids]
+    legend = ax.legend(loc="lower right", fontsize=8)
+    live_artists(fig, [rings, *ring_notes, ax.title, legend])
+    state = WidgetState(dims=(1, 3), positions=False)
+
+    def update(_=None):
+        dx = picked(state, x_dim, "x axis", state.dims[0])
+        dy = picked(state, y_dim, "y axis", state.dims[1])
+        if dx == dy:
+            raise ValueError(f"Both axes show d{dx + 1} ({DIMS[dx]}), which would put every token "
+                             "on one diagonal line: pick two different dimensions for x and y.")
+        moved = (dx, dy) != state.dims
+        state.dims, state.positions = (dx, dy), positions.value
+        _place(scatter, notes, PARAMS["wte"][:, [dx, dy]], [tick_label(t) for t in TOKENS], step=13)
+        _place(rings, ring_notes, x_rows[:, [dx, dy]], row_names)
+        for artist in [rings, *ring_notes, legend.legend_handles[1], legend.get_texts()[1]]:
+            artist.set_visible(state.positions)
+        positions.button_style = "info" if state.positions else ""
+        positions.icon = "check" if state.positions else ""
+        ax.set_xlabel(_dim_label(dx))
+        ax.set_ylabel(_dim_label(dy))
+        ax.set_title(f"The 12 token embeddings{' and the rows of X' if state.positions else ''}, "
+                     f"d{dx + 1} against d{dy + 1}")
+        if moved:
+            fig.canvas.draw_idle()                  # points, labels and axes all change
+        else:
+            redraw(fig)                             # only the rings and the title change
+
+    for control in (x_dim, y_dim, positions):
+        on_change(control, area, state, update)
+    guarded(area, update, state)()
+    root = panel("embedding-scatter", widgets.HBox([x_dim, y_dim, positions]), fig.canvas, area)
+    root.state = state                                        # for tests
+    return root

@@ -1,0 +1,195 @@
+"""Notebook 04, Mask and two heads: its exercises and the mask-and-heads widget.
+"""
+import html
+
+import ipywidgets as widgets
+import numpy as np
+
+from toy_model import N_HEAD, PARAMS, causal_mask, run
+
+from .draw import VERMILION, fmt, heatmap, new_figure, set_heatmap
+from .kit import (WidgetState, chosen_style, guarded, live_artists, live_figure, message_area,
+                  on_change, panel, picked, redraw)
+from .exercises import _TEXT, choice_exercise, code_exercise, count_exercise, number_exercise
+
+
+count_exercise(
+    "04.1", "Count the allowed entries. How many of the 25 entries of a 5 × 5 causal mask are True?",
+    answer=lambda: int(causal_mask(5).sum()),
+    hints=[(10, "10 counts only the entries below the diagonal: each token may also look at itself."),
+           (25, "25 is every entry: the mask forbids looking at later tokens."),
+           (5, "5 is only the diagonal: a token may also look at every earlier token.")],
+    solution=lambda: (
+        f"{int(causal_mask(5).sum())}. Row i may see i entries (itself and the i − 1 before it), so "
+        f"1 + 2 + 3 + 4 + 5 = {int(causal_mask(5).sum())}, in general n(n + 1) / 2. The other "
+        f"{int((~causal_mask(5)).sum())} are the future."))
+
+
+def _mask_rows():
+    return [f"row {i + 1} ({t})" for i, t in enumerate(run(_TEXT)["tokens"])]
+
+
+def _mask_changes():
+    on, off = run(_TEXT), run(_TEXT, mask=False)
+    return np.max([np.abs(on["heads"][h]["weights"] - off["heads"][h]["weights"]).max(axis=1)
+                   for h in range(N_HEAD)], axis=0)
+
+
+choice_exercise(
+    "04.2", "Where the mask changes nothing. Use the widget above: switch the mask off and compare "
+            "the rows. In which row does switching the mask off change nothing?",
+    options=_mask_rows,
+    answer=lambda: _mask_rows()[int(np.flatnonzero(_mask_changes() < 1e-12)[0])],
+    hints=lambda: dict(zip(_mask_rows(), [
+        "Row 1 changes the most: unmasked, it looks almost entirely ahead.",
+        "Row 2 has three later tokens it could look at without the mask.",
+        "Row 3 has two later tokens it could look at without the mask.",
+        "Row 4 still has one later token, ␣the, to peek at.",
+        "Look at what the mask hides in this row once more."], strict=True)),
+    solution=lambda: (
+        "Row 5, the last token: there is no later token to hide, so the mask forbids nothing in "
+        "that row. The largest change of any weight in each row, over both heads, when the mask "
+        "is switched off: "
+        + ", ".join(f"{r} {fmt(c)}" for r, c in zip(_mask_rows(), _mask_changes(), strict=True)) + "."))
+
+_COLUMN = np.array([2.0, 0.0, 1.0, 0.0])
+
+
+def _concat_last():
+    r = run(_TEXT)
+    return np.hstack([r["heads"][0]["out"], r["heads"][1]["out"]])[-1]
+
+
+number_exercise(
+    "04.3", lambda: (
+        "One entry of the attention output, by hand. The last row of the concatenation is "
+        f"[{', '.join(fmt(c) for c in _concat_last())}]. Suppose W_O's d2 (surface) column were "
+        f"({', '.join(fmt(c, 0) for c in _COLUMN)}) instead of the model's: what would the d2 entry "
+        "of the last row's attention output be? Multiply entry by entry and add."),
+    answer=lambda: _concat_last() @ _COLUMN, tol=3e-3,
+    hints=lambda: [
+        (_concat_last() @ PARAMS["blocks"][0]["attn"]["c_proj"]["w"][:, 1],
+         "That is the model's own d2, where head 2 counts 0; with this column its first output counts once."),
+        (_concat_last() @ (_COLUMN * [1, 1, -1, 1]),
+         "Mind the sign: head 2's first output is negative, so it lowers the sum."),
+        (_concat_last()[2], "That is head 2's part alone: add head 1's, its first output times 2.")],
+    solution=lambda: (lambda c: (
+        f"{fmt(c @ _COLUMN)}: {fmt(c[0])} × 2 + {fmt(c[1])} × 0 + ({fmt(c[2])}) × 1 + {fmt(c[3])} × 0. "
+        "Each entry of the output is a dot product of the row with one column of W_O: the column "
+        "says how much of each head's output goes into that dimension. The model's own column "
+        "counts only head 1, and your changed one lets head 2 lower it."))(_concat_last()))
+
+
+def _masked(scores, below=0, fill=-np.inf):
+    n = len(scores)
+    return np.where(np.tril(np.ones((n, n), dtype=bool), below), scores, fill)
+
+
+code_exercise(
+    "04.4", "Write `causal_mask(n)`: an n × n array of True and False, True where row i (the "
+            "query) may look at column j (the key): itself and every earlier position.",
+    reference=lambda n: causal_mask(n).astype(float),
+    cases=[("n = 5", (5,)), ("n = 1", (1,)), ("n = 2", (2,)), ("n = 8", (8,))],
+    mistakes=[(lambda n: np.triu(np.ones((n, n))),
+               "that lets each row see itself and the future: it is the mask upside down (np.tril, not np.triu)."),
+              (lambda n: np.tril(np.ones((n, n)), -1),
+               "each position may also look at itself: keep the diagonal."),
+              (lambda n: np.ones((n, n)), "that allows every entry: hide the later positions."),
+              (lambda n: np.eye(n), "that allows only the diagonal: earlier positions are allowed too.")],
+    solution='''def causal_mask(n):
+    return np.tril(np.ones((n, n), dtype=bool))    # True on and below the diagonal''')
+
+
+HEAD_TITLES = ["head 1: what was climbed?", "head 2: who is acting?"]
+
+
+def future_leak(weights):
+    """Per row, the weight that row puts on later positions (the future); 0 under the mask."""
+    return np.triu(weights, k=1).sum(axis=1)
+
+
+def outline_future(ax, n, color=VERMILION):
+    """Outline the cells above the diagonal of an n x n heat map (the future)."""
+    from matplotlib.patches import Rectangle
+    for i in range(n):
+        for j in range(i + 1, n):
+            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor=color, lw=2))
+
+
+def heads_figure(r, live=False):
+    """Both heads' attention weights (from r = run(...)) as two heat maps side by side,
+    masked cells blank, the future outlined. Returns fig, axes, [(im, texts), ...]."""
+    tokens = r["tokens"]
+    n = len(tokens)
+    fig, ax = live_figure("mask-heads", 8.4, 3.9) if live else new_figure(8.4, 3.9)
+    ax.remove()
+    axes = fig.subplots(1, 2)
+    maps = []
+    for h, a in enumerate(axes):
+        w = r["heads"][h]["weights"]
+        maps.append(heatmap(a, np.where(np.isfinite(r["heads"][h]["scores"]), w, np.nan),
+                            tokens, tokens, HEAD_TITLES[h]))
+        a.set_xlabel("key (outlined: later tokens, the future)")
+        a.set_ylabel("query")
+        outline_future(a, n)
+    return fig, axes, maps
+
+
+def mask_and_heads(text="the cat climbed the"):
+    """Causal mask on/off and head 1 / head 2 / both: the weight heat maps update in
+    place, the future (above the diagonal) is outlined, a line names the largest leak.
+    Switching the mask repaints only the maps' cells and titles."""
+    runs = {True: run(text), False: run(text, mask=False)}
+    tokens = runs[True]["tokens"]
+    n = len(tokens)
+    allowed = causal_mask(n)
+    mask_button = widgets.ToggleButton(value=True, description="causal mask",
+                                       tooltip="on: each row sees only itself and earlier tokens")
+    which = widgets.ToggleButtons(options=["head 1", "head 2", "both"], value="both",
+                                  description="show", style={"button_width": "6em"})
+    fig, axes, maps = heads_figure(runs[True], live=True)
+    grid = axes[0].get_subplotspec().get_gridspec()
+    moving = [[im, *a.patches, *(t for row in texts for t in row), a.title]   # outlines over
+              for (im, texts), a in zip(maps, axes, strict=True)]               # the image
+    live_artists(fig, [artist for slot in moving for artist in slot])
+    info = widgets.HTML()
+    area = message_area()
+    state = WidgetState(masked=True, show="both", heads=[0, 1])
+
+    def update(_=None):
+        choice = picked(state, which, "show", state.show)
+        masked = mask_button.value
+        heads = {"head 1": [0], "head 2": [1], "both": [0, 1]}[choice]
+        relayout = heads != state.heads
+        state.masked, state.show, state.heads = masked, choice, heads
+        r = runs[masked]
+        grid.set_width_ratios([1, 1] if len(heads) == 2 else [1, 1e-3])
+        for slot, a in enumerate(axes):
+            a.set_visible(slot < len(heads))
+            for artist in moving[slot]:
+                artist.set_visible(slot < len(heads))
+            if slot < len(heads):
+                w = r["heads"][heads[slot]]["weights"]
+                set_heatmap(*maps[slot], np.where(allowed, w, np.nan) if masked else w)
+                a.set_title(HEAD_TITLES[heads[slot]] + ("" if masked else " (no mask)"))
+        mask_button.icon = "check" if masked else ""     # pressed and ticked: mask on
+        if relayout:
+            fig.canvas.draw_idle()                       # the maps change size: draw it all
+        else:
+            redraw(fig)
+        if masked:
+            line = ("With the causal mask on, each row sees only itself and earlier tokens: "
+                    "the outlined cells (the future) stay blank, nothing leaks.")
+        else:
+            leaks = [(future_leak(r["heads"][h]["weights"])[i], h, i) for h in heads for i in range(n)]
+            leak, h, i = max(leaks)
+            line = (f"With the mask off, row {i + 1} ({tokens[i]}) puts {fmt(leak)} of its weight "
+                    f"on future tokens (head {h + 1}).")
+        info.value = html.escape(line)
+
+    on_change(mask_button, area, state, update)
+    on_change(which, area, state, update)
+    guarded(area, update, state)()
+    root = panel("mask-heads", mask_button, which, fig.canvas, info, area, chosen_style())
+    root.state, root.maps = state, maps                       # for tests
+    return root

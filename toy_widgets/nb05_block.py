@@ -1,0 +1,195 @@
+"""Notebook 05, The block: its exercises and the branch switches.
+"""
+import html
+
+import ipywidgets as widgets
+import numpy as np
+
+import toy_model as _model
+from toy_model import DIMS, encode, run, show
+
+from .draw import TOKENS, fmt, token_html
+from .kit import WidgetState, guarded, live_chart, message_area, on_change, panel
+from .exercises import _TEXT, choice_exercise, code_exercise, number_exercise
+
+
+_V5 = np.array([0.0, 2.0, 2.0, 8.0])
+
+
+def _ln(x):
+    return _model.layer_norm(np.asarray(x, dtype=float), 1.0, 0.0)
+
+
+number_exercise(
+    "05.1", "LayerNorm by hand. Compute the LayerNorm of the row [0, 2, 2, 8] (gain 1, bias 0; "
+            "ε = 10⁻⁵ makes no difference at 3 decimals). What is its fourth entry?",
+    answer=lambda: _ln(_V5)[3], fractions=True,
+    hints=lambda: [
+        ((_V5 - _V5.mean())[3] / _V5.std(ddof=1), "You used the sample standard deviation (dividing "
+         "by n − 1 = 3); LayerNorm uses the population one: divide the squared deviations by n = 4."),
+        (_V5[3] / _V5.std(), "Subtract the row's mean before you divide by the standard deviation."),
+        ((_V5 - _V5.mean())[3], "You subtracted the mean; now divide by the standard deviation too."),
+        (_V5[3], "That is the input unchanged: subtract the mean, then divide by the standard deviation.")],
+    solution=lambda: (
+        f"Mean {fmt(_V5.sum(), 0)}/4 = {fmt(_V5.mean(), 0)}; deviations "
+        f"{[float(v) for v in _V5 - _V5.mean()]}; variance {fmt(((_V5 - _V5.mean()) ** 2).sum(), 0)}/4 = "
+        f"{fmt(_V5.var(), 0)}; standard deviation {fmt(_V5.std(), 0)}. So LN = "
+        f"[{', '.join(fmt(v) for v in _ln(_V5))}], and the fourth entry is 5/3 = {fmt(_ln(_V5)[3])}. "
+        "(With the sample standard deviation you would have divided the sum of squares by 3 instead of 4.)"))
+
+_BOTH = ["y = x", "y = LN(x)", "y = 0", "y = x + LN(x)"]
+
+
+def _both_off_answer():
+    r = run(_TEXT, attention_on=False, mlp_on=False)
+    x, ln = r["x"], _ln(r["x"])
+    for option, value in zip(_BOTH, [x, ln, 0 * x, x + ln], strict=True):
+        if np.allclose(r["y"], value):
+            return option
+    return None
+
+
+choice_exercise(
+    "05.2", "Both branches off. Predict first, then switch off both branches in the widget above. "
+            "What is y?",
+    options=_BOTH, answer=_both_off_answer,
+    hints={"y = LN(x)": "LayerNorm only feeds a branch; the stream itself is never normalised inside the block.",
+           "y = 0": "A branch that is off adds nothing; it does not wipe the stream.",
+           "y = x + LN(x)": "LN(x) goes into the branch, not into the stream: with the branch off it goes nowhere.",
+           "y = x": "Follow the stream through the block once more."},
+    solution="y = x. Each branch only ever adds to the stream; with both off nothing is added, so "
+             "the block passes X through unchanged. The widget's table then shows X itself.")
+
+
+def _gelu_min():
+    return float(_model.gelu(np.linspace(-3, 0, 30001)).min())
+
+
+def _gelu_options():
+    g0, g10 = float(_model.gelu(0.0)), float(_model.gelu(-10.0))
+    return ["GELU(0) = 0.500, GELU(−10) = 0.000", f"GELU(0) = {fmt(g0)}, GELU(−10) = {fmt(g10)}",
+            "GELU(0) = 0.000, GELU(−10) = -10.000", f"GELU(0) = 0.000, GELU(−10) = {fmt(_gelu_min())}"]
+
+
+choice_exercise(
+    "05.3", "GELU at 0 and far below 0. Without computing, use the plot (and where its left end is "
+            "heading): what are GELU(0) and GELU(−10)?",
+    options=_gelu_options, answer=lambda: _gelu_options()[1],
+    hints=lambda: {
+        _gelu_options()[0]: "You may be thinking of the sigmoid, which is 0.5 at 0; GELU is u "
+                            "times something, so it is 0 at u = 0.",
+        _gelu_options()[2]: "That is the identity; GELU fades to 0 for large negative inputs, like ReLU.",
+        _gelu_options()[3]: "That is GELU's lowest value, reached near u = −0.75; further left it rises back to 0."},
+    solution="Both are 0. GELU(u) is u times a number between 0 and 1, so it is exactly 0 at u = 0; "
+             "far below zero that number is practically 0, and GELU fades out like ReLU. Only in "
+             "between, around u = −0.75, does it dip below zero.")
+
+_DOG = "the dog climbed the"
+
+
+def _dog_off():
+    return run(_DOG, attention_on=False)["p"][-1]
+
+
+choice_exercise(
+    "05.4", f"Attention off, another subject. With attention off, {_TEXT} is followed most likely by "
+            f"␣cat. Now take the text {_DOG}, attention off (MLP on). Which token is most likely next?",
+    options=["␣roof", "␣cat", "␣dog", "␣the"], answer=lambda: TOKENS[int(np.argmax(_dog_off()))],
+    hints={"␣roof": "That needs 'climbed', and without attention the last row cannot see it.",
+           "␣dog": "Without attention, can the last row see that the text mentions a dog?",
+           "␣the": "The row of ␣the points along d4, 'noun': a noun comes next.",
+           "␣cat": "What can the last row see without attention?"},
+    solution=lambda: (
+        f"`{TOKENS[int(np.argmax(_dog_off()))]}`, with p = {fmt(_dog_off().max())}, as for the cat "
+        f"(try `tm.run(\"{_DOG}\", attention_on=False)[\"p\"][-1]`). Without attention, the last row "
+        "knows only that it holds `␣the` at position 5; the earlier words, dog or cat, never reach it, "
+        "so the model predicts what follows any \"the\"."))
+
+
+def _ln_rows(x, ddof=0, center=True, eps=1e-5, eps_inside=True, axis=-1):
+    """Typical wrong LayerNorms (and, with the defaults, the right one)."""
+    mean = x.mean(axis=axis, keepdims=True) if center else 0
+    var = x.var(axis=axis, keepdims=True, ddof=ddof)
+    return (x - mean) / (np.sqrt(var + eps) if eps_inside else np.sqrt(var) + eps)
+
+
+code_exercise(
+    "05.5", "Write `layer_norm(x)`: GPT-2's LayerNorm with gain 1 and bias 0, row by row. Subtract "
+            "each row's mean, divide by the square root of its (population) variance plus ε = 1e-5.",
+    reference=_ln,
+    cases=lambda: [("the row [0, 2, 2, 8]", (_V5[None, :],)),
+                   (f'the block outputs y of "{_TEXT}"', (np.array(run(_TEXT)["y"], dtype=float),)),
+                   ("the rows [2, 2, 2, 2] and [2, 2, 2, 2.5]", (np.array([[2, 2, 2, 2], [2, 2, 2, 2.5]], float),)),
+                   ("a random 3 × 6 array", (np.random.default_rng(0).standard_normal((3, 6)) * 3 + 1,))],
+    mistakes=[(lambda x: _ln_rows(x, ddof=1),
+               "that is the sample variance (divided by n − 1): LayerNorm divides by n."),
+              (lambda x: _ln_rows(x, center=False),
+               "subtract each row's mean first."),
+              (lambda x: _ln_rows(x, eps_inside=False),
+               "ε goes inside the square root: √(variance + ε)."),
+              (lambda x: _ln_rows(x, eps=0.0),
+               "add ε = 1e-5 to the variance before the square root (it keeps a row of equal "
+               "numbers from dividing by 0)."),
+              (lambda x: _ln_rows(x, axis=0),
+               "that normalises each column: take the mean and variance of each row (axis=-1).")],
+    solution='''def layer_norm(x):
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)    # population variance
+    return (x - mean) / np.sqrt(var + 1e-5)''')
+
+
+def matrix_html(m, rows, cols, digits=3, bold_last=False):
+    """A small matrix as an HTML table with row and column labels (numbers as fmt)."""
+    cell = 'style="padding:2px 10px;text-align:{}"'
+    head = "".join(f"<th {cell.format('right')}>{html.escape(c)}</th>" for c in cols)
+    body = []
+    for i, (name, row) in enumerate(zip(rows, np.atleast_2d(m), strict=True)):
+        weight = "bold" if bold_last and i == len(rows) - 1 else "normal"
+        tds = "".join(f"<td {cell.format('right')}>{fmt(v, digits)}</td>" for v in row)
+        body.append(f'<tr style="font-weight:{weight}"><th {cell.format("left")}>'
+                    f"{token_html(name)}</th>{tds}</tr>")
+    return (f'<table style="font-family:monospace;border-collapse:collapse">'
+            f"<tr><th></th>{head}</tr>{''.join(body)}</table>")
+
+
+def block_branches(text="the cat climbed the"):
+    """Widget: switch the block's attention branch and MLP branch on and off.
+
+    Shows y (n x 4) as a table and the last row's next-token p as bars, updated in place."""
+    attention = widgets.ToggleButton(value=True, description="attention branch", button_style="success")
+    mlp_branch = widgets.ToggleButton(value=True, description="MLP branch", button_style="success")
+    formula = widgets.HTML()
+    y_table = widgets.HTML()
+    top = widgets.HTML()
+    area = message_area()
+    tokens = [show(i) for i in encode(text)]
+    chart = live_chart("block-branches", np.zeros(len(TOKENS)),
+                       f"p of the next token after the last row ({tokens[-1]})",
+                       height=3.0, moving_title=False, ymax=0.6)
+    state = WidgetState(attention=True, mlp=True)
+
+    def update(_=None):
+        state.attention, state.mlp = attention.value, mlp_branch.value
+        r = run(text, attention_on=state.attention, mlp_on=state.mlp)
+        for button in (attention, mlp_branch):
+            button.button_style = "success" if button.value else ""
+            button.icon = "check" if button.value else ""
+        h = "x + attn(LN1(x))" if state.attention else "x"
+        y = "h + mlp(LN2(h))" if state.mlp else "h"
+        note = "  (both branches off: the block passes x through unchanged, y = x)" if not (
+            state.attention or state.mlp) else ""
+        formula.value = f"<code>h = {h}, y = {y}</code>{note}"
+        y_table.value = "<b>y</b> (rows: tokens, columns: dimensions)" + matrix_html(
+            r["y"], r["tokens"], [f"d{j + 1} {name}" for j, name in enumerate(DIMS)], bold_last=True)
+        p = r["p"][-1]
+        best = int(np.argmax(p))
+        chart.show(p, highlight=best)
+        top.value = f"most likely next: <b>{TOKENS[best]}</b> ({fmt(p[best])})"
+
+    on_change(attention, area, state, update)
+    on_change(mlp_branch, area, state, update)
+    guarded(area, update, state)()
+    root = panel("block-branches", widgets.HBox([attention, mlp_branch]), formula, y_table,
+                 chart.fig.canvas, top, area)
+    root.chart, root.state = chart, state                     # for tests
+    return root
