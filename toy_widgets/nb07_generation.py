@@ -10,7 +10,7 @@ import toy_model as _model
 from toy_model import (EOT, N_CTX, VOCAB, check_ids, encode, entropy, forward, next_token_probs,
                        sample, show)
 
-from .draw import ORANGE, TOKENS, VERMILION, fmt
+from .draw import GREY, ORANGE, TOKENS, VERMILION, fmt
 from .kit import (BarChart, WidgetState, guarded, live_artists, live_chart, message_area, on_change,
                   panel, plain, slider_move)
 from .exercises import _TEXT, choice_exercise, code_exercise, count_exercise, number_exercise
@@ -18,6 +18,13 @@ from .exercises import _TEXT, choice_exercise, code_exercise, count_exercise, nu
 
 def _p07(temperature=1.0, **options):
     return next_token_probs(forward(encode(_TEXT))[-1], temperature, **options)
+
+
+def _said(token):
+    """A token as a sentence names it: the "." token in quotes, so that it does not read as
+    the sentence's own full stop."""
+    name = show(token)
+    return f'"{name}"' if name == "." else name
 
 
 def _t0_options():
@@ -80,8 +87,8 @@ choice_exercise(
         "The same. Top-k = 1 keeps one token, the most likely, with p = 1 after renormalising, so "
         "every draw returns it. Temperature cannot change which token that is (it keeps the order), "
         "and the seed cannot either. With top-k = 1, T = 1.5 and seed 3, `tm.generate` adds "
-        f"{', '.join(show(i) for i in _k1_runs()[0])}; greedy adds "
-        f"{', '.join(show(i) for i in _k1_runs()[1])}."))
+        f"{', '.join(_said(i) for i in _k1_runs()[0])}; greedy adds "
+        f"{', '.join(_said(i) for i in _k1_runs()[1])}."))
 
 _ROOF, _WALL = VOCAB.index(" roof"), VOCAB.index(" wall")
 
@@ -109,6 +116,30 @@ def _greedy_dog():
     return [s["next"] for s in _model.generate(_DOG2, temperature=0)]
 
 
+def _after(text, *tokens):
+    """p of each named token after `text`, formatted: 'name (p)'."""
+    p = next_token_probs(forward(encode(text))[-1])
+    return [f"{_said(t)} ({fmt(p[VOCAB.index(t)])})" for t in tokens]
+
+
+def _dog_solution():
+    new, n = _greedy_dog(), len(encode(_DOG2))
+    dog_climb, dog_stop, dog_the = _after("the dog climbed", " climb", ".", " the")
+    cat_the, cat_climb = _after("the cat climbed", " the", " climb")
+    wte = _model.PARAMS["wte"]
+    gap = wte[VOCAB.index(" dog")] - wte[VOCAB.index(" cat")]
+    (dim,) = np.flatnonzero(gap)
+    return (
+        f"{len(new)}: {', '.join(_said(i) for i in new)}. It stops because the model picked "
+        f"<|endoftext|>, before the context was full ({n} + {len(new)} = {n + len(new)} of {N_CTX} "
+        "places). The text goes wrong at the token after \"the dog climbed\": there greedy takes "
+        f"{dog_climb}, just ahead of {dog_stop} and {dog_the}, the token the sentence needed. After "
+        f"\"the cat climbed\" the margin is just as thin the other way: {cat_the} against {cat_climb}. "
+        "The toy learned nothing: its weights were set by hand around one sentence about a cat, and "
+        f"␣dog's embedding differs from ␣cat's only by {fmt(gap[dim], 1)} on d{dim + 1}, which is "
+        "enough to tip a margin that thin.")
+
+
 count_exercise(
     "07.5", f'How long is the greedy answer? Starting from "{_DOG2}", how many tokens does greedy '
             "generation add before it stops? Run `tm.generate` (or the stepper) to find out.",
@@ -118,12 +149,7 @@ count_exercise(
                    (N_CTX - len(encode(_DOG2)), "That is how many places the context has left; the "
                     "loop stopped before it was full."),
                    (N_CTX, "That is the length of the whole context, prompt included; count only the new tokens.")],
-    solution=lambda: (
-        f"{len(_greedy_dog())}: {', '.join(show(i) for i in _greedy_dog())}. It stops because the "
-        "model picked `<|endoftext|>`, before the context was full "
-        f"({len(encode(_DOG2))} + {len(_greedy_dog())} = {len(encode(_DOG2)) + len(_greedy_dog())} of "
-        f"{N_CTX} places). Without attention to the subject the toy has not learned what a dog "
-        "climbs, so the text goes wrong after `ed`."))
+    solution=_dog_solution)
 
 
 def _nucleus(p, top_p, strict=False, renormalise=True, ascending=False):
@@ -165,6 +191,64 @@ code_exercise(
     return q / q.sum()''')
 
 
+def _loop(prompt, temperature, seed, stop_at_eot=True, reseed=False, row=-1, room=N_CTX,
+          with_prompt=False, greedy=False, ignore_temperature=False):
+    """Typical wrong sampling loops (and, with the defaults, the right one)."""
+    ids = encode(prompt)
+    n, rng = len(ids), np.random.default_rng(seed)
+    while len(ids) < room and not (stop_at_eot and ids[-1] == EOT):
+        if reseed:
+            rng = np.random.default_rng(seed)
+        p = next_token_probs(forward(ids)[row], 1.0 if ignore_temperature else temperature)
+        ids.append(int(np.argmax(p)) if greedy else sample(p, rng))
+    return ids if with_prompt else ids[n:]
+
+
+def _loop_cases():
+    return [(f'"{text}" at T = {T:g}, seed {seed}', (text, T, seed))
+            for text, T, seed in [("the", 1.0, 18), ("the dog", 0.5, 3), ("the cat climbed the", 1.0, 0),
+                                  ("the cat climbed the", 1.0, 4), ("the cat", 2.0, 1)]]
+
+
+code_exercise(
+    "07.7", "Write `sampling_loop(prompt, temperature, seed)`, the loop of `tm.generate`: encode the "
+            "prompt and make one generator, `rng = np.random.default_rng(seed)`; then, over and over, "
+            "run the model, turn the last row of its logits into p at the given temperature "
+            "(`tm.next_token_probs`), draw one token with `tm.sample(p, rng)` and append it. Stop when "
+            "the model has drawn `<|endoftext|>` (`tm.EOT`) or the text fills the context (`tm.N_CTX` "
+            "tokens, prompt included). Return the list of the new token ids.",
+    reference=lambda prompt, temperature, seed: [
+        s["next"] for s in _model.generate(prompt, temperature=temperature, seed=seed)],
+    cases=_loop_cases,
+    mistakes=[(lambda *a: _loop(*a, stop_at_eot=False),
+               "the model drew <|endoftext|> and your loop went on; stop as soon as it is drawn."),
+              (lambda *a: _loop(*a, reseed=True),
+               "every draw started from a generator seeded afresh, so each one reuses the same random "
+               "number; make the generator once, before the loop, and pass it to every tm.sample."),
+              (lambda *a: _loop(*a, row=0),
+               "you read the first row of the logits; the next token's p comes from the last row, "
+               "`tm.forward(ids)[-1]`."),
+              (lambda *a: _loop(*a, room=N_CTX - 1),
+               "you stopped one token early: the text may grow until it holds tm.N_CTX tokens."),
+              (lambda *a: _loop(*a, with_prompt=True),
+               "you returned the prompt too; return only the tokens the loop added."),
+              (lambda *a: _loop(*a, greedy=True),
+               "you took the most likely token; draw it at random with tm.sample(p, rng)."),
+              (lambda *a: _loop(*a, ignore_temperature=True),
+               "you drew from p at T = 1; pass the temperature to tm.next_token_probs.")],
+    solution='''def sampling_loop(prompt, temperature, seed):
+    ids = tm.encode(prompt)
+    rng = np.random.default_rng(seed)               # one generator for the whole text
+    new = []
+    while len(ids) < tm.N_CTX and ids[-1] != tm.EOT:
+        z = tm.forward(ids)[-1]                     # [V]: the last row only
+        p = tm.next_token_probs(z, temperature)
+        token = tm.sample(p, rng)
+        ids.append(token)
+        new.append(token)
+    return new''')
+
+
 def _whole_seed(text):
     """The seed a learner typed -> a whole number >= 0, or one sentence saying what is allowed."""
     text = str(text).strip()
@@ -177,8 +261,9 @@ def _whole_seed(text):
 def temperature_explorer(prompt="the cat climbed the"):
     """w-temperature: the last row's p under a temperature, a top-k and a top-p, live.
 
-    Filled bars: the distribution a token would be drawn from; dashed outlines: the
-    same before top-k and top-p cut it (temperature only). Sliders follow the drag;
+    Filled bars (one colour: the leader needs no mark, since no setting changes which token
+    leads): the distribution a token would be drawn from; grey dashed outlines, as in the
+    notebook's figures of the cut: the same before top-k and top-p cut it (temperature only). Sliders follow the drag;
     the boxes below take exact values (and show the values applied), and a value that
     is not allowed gets one sentence while the plot keeps its last good state."""
     logits = forward(encode(prompt))[-1]
@@ -208,8 +293,8 @@ def temperature_explorer(prompt="the cat climbed the"):
                        width=7.2, height=3.4, moving_title=False)
     ax = chart.ax
     ax.title.set_fontsize(10)
-    before = BarChart(ax, np.zeros(n), outline="before top-k / top-p (temperature only)")
-    chart.bars.set_label("drawn from")
+    before = BarChart(ax, np.zeros(n), outline="before top-k and top-p cut it", color=GREY)
+    chart.bars.set_label("drawn from: after temperature, top-k, top-p")
     ax.legend(handles=[chart.bars, before.bars], loc="upper left", fontsize=8)
     live_artists(chart.fig, [*chart.bars, *before.bars])
     state = WidgetState(T=1.0, k=n, p=1.0)
@@ -222,7 +307,7 @@ def temperature_explorer(prompt="the cat climbed the"):
             setattr(state, key, value)
         top = int(np.argmax(p))
         before.set(next_token_probs(logits, state.T))
-        chart.show(p, highlight=top)
+        chart.show(p)
         info.value = (f"T = {plain(state.T)}, k = {state.k}, p = {plain(state.p)}: kept "
                       f"<b>{int((p > 0).sum())}</b> of {n} tokens · most likely "
                       f"<b>{show(top)}</b> with p = {fmt(p[top])} · entropy {fmt(entropy(p))} nats "
@@ -368,10 +453,10 @@ def generation_stepper(prompt="the cat climbed the", temperature=1.0, seed=0):
         marker.xyann = (0, 18) if p[nxt] < 0.8 else (-32, -12)   # tall bar: beside its top
         marker.set_ha("center" if p[nxt] < 0.8 else "right")
         marker.set_visible(True)
-        chart.show(p, highlight=nxt, title=f"step {k}: {show(nxt)} drawn from this distribution "
+        chart.show(p, highlight=nxt, title=f"step {k}: {_said(nxt)} drawn from this distribution "
                                            f"(T = {plain(state.T)})")
         show_text(new=nxt)
-        status.value = f"Step {k}: drew <b>{html.escape(show(nxt))}</b>, which had p = {fmt(p[nxt])}."
+        status.value = f"Step {k}: drew <b>{html.escape(_said(nxt))}</b>, which had p = {fmt(p[nxt])}."
         if not finish_if_done(drawn=True):
             state.p = next_token_probs(forward(state.ids)[-1], state.T)   # drawn from next
 
