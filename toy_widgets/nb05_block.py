@@ -138,6 +138,81 @@ code_exercise(
     return (x - mean) / np.sqrt(var + 1e-5)''')
 
 
+def random_toy(seed=0, n_layer=2):
+    """A toy in which nothing is trivial: the toy's layout with n_layer blocks, and every
+    number drawn at random from a seed: matrices, embeddings and position rows from
+    normal(0, 0.5), LayerNorm gains near 1 (1 + normal(0, 0.3)), every bias near 0
+    (normal(0, 0.3)). The hand-set toy hides these (gains 1, biases 0, one block);
+    this one shows them at work. Read-only, like tm.PARAMS."""
+    rng = np.random.default_rng(seed)
+    layout = dict(_model.PARAMS, blocks=[_model.PARAMS["blocks"][0]] * n_layer)
+
+    def draw(path, w):
+        if path[-1] == "g":                                 # a LayerNorm gain
+            return 1 + rng.normal(0, 0.3, w.shape)
+        if path[-1] == "b":                                 # a bias (LayerNorm's or a layer's)
+            return rng.normal(0, 0.3, w.shape)
+        return rng.normal(0, 0.5, w.shape)                  # a matrix, an embedding table
+    return _model.freeze(_model.walk(draw, layout))
+
+
+def _block_ref(x, blk, n_head=_model.N_HEAD, pre_ln=True, residual=(True, True), stream_ln=False,
+               mlp_reads="h", ln2="ln_2", plain_ln=False):
+    """Typical wrong blocks (and, with the defaults, the right one)."""
+    def ln(v, name):
+        return _model.layer_norm(v, 1.0, 0.0) if plain_ln else _model.layer_norm(v, **blk[name])
+    if not pre_ln:                                          # post-LN: normalise the stream
+        h = ln(x + _model.multi_head(x, **blk["attn"], n_head=n_head), "ln_1")
+        return ln(h + _model.mlp(h, **blk["mlp"]), ln2)
+    a = ln(x, "ln_1")
+    h = (a if stream_ln else x if residual[0] else 0) + _model.multi_head(a, **blk["attn"], n_head=n_head)
+    u = ln(h if mlp_reads == "h" else x, ln2)
+    return (h if residual[1] else 0) + _model.mlp(u, **blk["mlp"])
+
+
+def _block_cases():
+    toy, rnd = _model.PARAMS, random_toy()
+    x_rnd = _model.run(_TEXT, params=rnd)["x"]
+    return [(f'X of "{_TEXT}" and the toy\'s block', (np.array(run(_TEXT)["x"]), toy["blocks"][0])),
+            ('X of "the dog climbed the" and the toy\'s block',
+             (np.array(run("the dog climbed the")["x"]), toy["blocks"][0])),
+            (f'X of "{_TEXT}" and the first block of tm.random_toy() (gains and biases not trivial)',
+             (np.array(x_rnd), rnd["blocks"][0])),
+            ("the first block's output and the second block of tm.random_toy()",
+             (np.array(_block_ref(x_rnd, rnd["blocks"][0])), rnd["blocks"][1]))]
+
+
+code_exercise(
+    "05.6", "Write `block(x, blk)`: one pre-LN block, h = x + attn(LN1(x)), y = h + mlp(LN2(h)), "
+            "with the block's weights blk (such as `tm.PARAMS[\"blocks\"][0]`). Use "
+            "`tm.layer_norm(x, **blk[\"ln_1\"])`, `tm.multi_head(a, **blk[\"attn\"], n_head=2)` "
+            "and `tm.mlp(u, **blk[\"mlp\"])`.",
+    reference=lambda x, blk: _model.block(x, blk, n_head=_model.N_HEAD), cases=_block_cases,
+    mistakes=[(lambda x, blk: _block_ref(x, blk, pre_ln=False),
+               "that normalises the stream after each branch (post-LN, the original Transformer's "
+               "order); GPT-2 normalises only what enters each branch: h = x + attn(LN1(x))."),
+              (lambda x, blk: _block_ref(x, blk, stream_ln=True),
+               "the stream must carry x itself: h = x + attn(LN1(x)), not LN1(x) + attn(LN1(x))."),
+              (lambda x, blk: _block_ref(x, blk, residual=(False, True)),
+               "add the attention branch to the stream: h = x + attn(LN1(x)), not attn(LN1(x)) alone."),
+              (lambda x, blk: _block_ref(x, blk, residual=(True, False)),
+               "add the MLP's output to the stream: y = h + mlp(LN2(h)), not mlp(LN2(h)) alone."),
+              (lambda x, blk: _block_ref(x, blk, mlp_reads="x"),
+               "the MLP reads the stream after attention: LN2(h), not LN2(x)."),
+              (lambda x, blk: _block_ref(x, blk, n_head=1),
+               "the toy's attention has 2 heads: pass n_head=2 to tm.multi_head."),
+              (lambda x, blk: _block_ref(x, blk, ln2="ln_1"),
+               "each norm has its own gain and bias: the MLP's is blk[\"ln_2\"], not blk[\"ln_1\"]."),
+              (lambda x, blk: _block_ref(x, blk, plain_ln=True),
+               "use each norm's own gain and bias, tm.layer_norm(x, **blk[\"ln_1\"]): in the toy they "
+               "are 1 and 0, in tm.random_toy() they are not.")],
+    solution='''def block(x, blk):
+    a = tm.layer_norm(x, **blk["ln_1"])                       # what the attention branch reads
+    h = x + tm.multi_head(a, **blk["attn"], n_head=2)         # first residual
+    u = tm.layer_norm(h, **blk["ln_2"])                       # what the MLP reads
+    return h + tm.mlp(u, **blk["mlp"])                        # second residual''')
+
+
 def matrix_html(m, rows, cols, digits=3, bold_last=False):
     """A small matrix as an HTML table with row and column labels (numbers as fmt)."""
     cell = 'style="padding:2px 10px;text-align:{}"'
