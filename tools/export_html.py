@@ -6,6 +6,9 @@
 Each notebook becomes one page, with its stored outputs: every widget shows the picture
 of its first state that the notebook stores with it (or, for a widget without a plot,
 its text), links between notebooks lead to the pages, and index.html lists them all.
+A reader of a page has no kernel to ask an exercise's checker, so under each exercise
+the page folds its worked answer (a closed <details>, the checker's own text); every
+page links back to the index.
 Nothing is loaded from the network: no require.js, no MathJax, no widget scripts from
 a CDN (the course writes no formulas that need MathJax); the styles and the pictures are
 inside each page. The pages show the notebooks as stored: run tools/run_notebooks.py
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import html
 import re
+import sys
 from pathlib import Path
 
 import jinja2
@@ -25,6 +29,7 @@ from nbconvert import HTMLExporter
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+EXERCISE_CELL = re.compile(r'\s*tm\.exercise\("(\d\d\.\d+)"(?:,\s*\w+)?\)\s*')   # the one-line call
 
 # JupyterLab's look (nbconvert's "lab" template) without the scripts it loads from CDNs.
 OFFLINE_TEMPLATE = """\
@@ -38,8 +43,19 @@ OFFLINE_TEMPLATE = """\
   /* a reading edition: the page, not the kernel's prompts; pictures fit the page */
   .jp-OutputArea-output img { max-width: 100%; height: auto; }
   body.jp-Notebook { max-width: 1100px; margin: 0 auto; }
+  nav.course-index { margin: 0.6em 0; font-size: 15px; }
+  details.worked-answer { border-left: 3px solid #0072B2; margin: 0.4em 0 1em; padding: 0.2em 0.8em; }
+  details.worked-answer > summary { cursor: pointer; font-weight: bold; color: #0072B2; }
 </style>
 {% endblock extra_css %}
+{% block body_header %}
+{{ super() }}
+<nav class="course-index"><a href="index.html">← All notebooks</a></nav>
+{% endblock body_header %}
+{% block body_footer %}
+<nav class="course-index"><a href="index.html">← All notebooks</a></nav>
+{{ super() }}
+{% endblock body_footer %}
 """
 
 
@@ -65,6 +81,35 @@ def without_live_widgets(notebook):
     return notebook
 
 
+def worked_answer(key: str) -> str:
+    """Exercise `key`'s worked answer, folded: a <details> closed until the reader opens
+    it, holding the HTML the checker's "Show the answer" button shows."""
+    if str(REPO_ROOT) not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT))
+    from toy_widgets.exercises import worked_answer_html
+    label = "Show a solution" if key_kind(key) == "code" else "Show the answer"
+    return (f'<details class="worked-answer" data-exercise="{html.escape(key)}">'
+            f"<summary>{label} ({html.escape(key)})</summary>{worked_answer_html(key)}</details>")
+
+
+def key_kind(key: str) -> str:
+    from toy_widgets.exercises import EXERCISES
+    return EXERCISES[key]["kind"]
+
+
+def with_worked_answers(notebook):
+    """The notebook with each exercise cell (`tm.exercise("03.1")`) followed by its
+    worked answer, folded (an output of its own, after the exercise's)."""
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        match = EXERCISE_CELL.fullmatch(cell.source)
+        if match:
+            cell.outputs.append(nbformat.v4.new_output(
+                "display_data", data={"text/html": worked_answer(match.group(1))}))
+    return notebook
+
+
 def linked_pages(page: str, names: set[str]) -> str:
     """Links to notebooks that have a page (`02_embeddings.ipynb#x`) lead to the page."""
     def to_page(match):
@@ -83,22 +128,44 @@ def title(notebook, fallback: str) -> str:
     return fallback
 
 
+LAB = re.compile(r"^Lab\s*[:·—-]\s*")                # "Lab: Training", "Lab · GPT-2"
+
+
+def index_title(text: str) -> str:
+    """A page's title as the index lists it: a lab's without its "Lab:" or "Lab ·" (the
+    index lists the labs under their own heading)."""
+    return LAB.sub("", text.strip())
+
+
 def index_page(entries: list[tuple[str, str]]) -> str:
-    items = "\n".join(f'    <li><a href="{html.escape(name)}.html">{html.escape(text)}</a></li>'
-                      for name, text in entries)
+    """The list of pages. The steps' titles carry their own numbers ("1 Tokens ..."), so
+    the list adds none of its own; the labs follow the seven steps, as in the map."""
+    def items(rows):
+        return "\n".join(f'    <li><a href="{html.escape(name)}.html">{html.escape(index_title(text))}</a></li>'
+                          for name, text in rows)
+    labs = [(name, text) for name, text in entries if LAB.match(text.strip())]
+    steps = [entry for entry in entries if entry not in labs]
+    lab_list = f"""  <h2>Labs</h2>
+  <ul class="pages">
+{items(labs)}
+  </ul>
+""" if labs else ""
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head><meta charset="utf-8"><title>From text to the next token</title>
-<style>body {{ font-family: sans-serif; max-width: 40em; margin: 2em auto; line-height: 1.5; }}</style>
+<style>body {{ font-family: sans-serif; max-width: 40em; margin: 2em auto; line-height: 1.5; }}
+ul.pages {{ list-style: none; padding-left: 0; }}</style>
 </head>
 <body>
   <h1>From text to the next token</h1>
   <p>The course's notebooks as pages, with their stored outputs: each widget shows its
-  first state as a picture. To move the sliders, open the notebooks in JupyterLab.</p>
-  <ol>
-{items}
-  </ol>
-</body>
+  first state as a picture. To move the sliders, open the notebooks in JupyterLab.
+  Under each exercise its worked answer is folded: try the exercise first, then open it.</p>
+  <h2>The seven steps</h2>
+  <ul class="pages">
+{items(steps)}
+  </ul>
+{lab_list}</body>
 </html>
 """
 
@@ -110,7 +177,7 @@ def export(paths: list[Path], out: Path) -> list[Path]:
     html_exporter = exporter()
     written, entries = [], []
     for path in paths:
-        notebook = without_live_widgets(nbformat.read(path, as_version=4))
+        notebook = with_worked_answers(without_live_widgets(nbformat.read(path, as_version=4)))
         page, _ = html_exporter.from_notebook_node(notebook, resources={"metadata": {"name": path.stem}})
         target = out / f"{path.stem}.html"
         target.write_text(linked_pages(page, names), encoding="utf-8")

@@ -275,6 +275,14 @@ def _rich(text):
     return "".join(f"<p>{_inline(p)}</p>" for p in text.strip().split("\n\n") if p.strip())
 
 
+def worked_answer_html(key):
+    """Exercise `key`'s worked answer as HTML, exactly as its "Show the answer" button
+    shows it (a code exercise's solution as a code block); the HTML edition folds it."""
+    spec = _spec(key)
+    text = _now(spec["solution"])
+    return f"<pre>{html.escape(text.strip())}</pre>" if spec["kind"] == "code" else _rich(text)
+
+
 class ExerciseBox(widgets.VBox):
     """An exercise's root widget (CSS classes course-widget w-check).
 
@@ -316,8 +324,7 @@ def exercise(key, function=None):
     reveal = widgets.Button(description="Show a solution" if kind == "code" else "Show the answer")
 
     def show_answer(_=None):
-        text = _now(spec["solution"])
-        worked.value = (f"<pre>{html.escape(text.strip())}</pre>" if kind == "code" else _rich(text))
+        worked.value = worked_answer_html(key)
         reveal.disabled, box.answer_shown = True, True
 
     def report(ok, sentence):
