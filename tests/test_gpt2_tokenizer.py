@@ -229,3 +229,51 @@ def test_the_trainer_refuses_a_bad_count_or_rule():
         tm.train_bpe(["ab"], -1)
     with pytest.raises(ValueError, match="ties"):
         tm.train_bpe(["ab"], 1, ties="last")
+
+
+# --- What the tokenizer costs, counted rather than timed --------------------------------
+
+class CountingRanks(dict):
+    """A merges table that counts how often it is consulted."""
+    looked_up = 0
+
+    def get(self, key, default=None):
+        CountingRanks.looked_up += 1
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        CountingRanks.looked_up += 1
+        return super().__getitem__(key)
+
+    def __contains__(self, key):
+        CountingRanks.looked_up += 1
+        return super().__contains__(key)
+
+
+@pytest.mark.parametrize("word", ["Ġ" * 4000, "7" * 4000, "ab" * 2000], ids=["spaces", "digits", "ab"])
+def test_one_word_costs_a_few_look_ups_per_character(word):
+    """A merge pass that rescanned the word would look up about n²/2 pairs (8 million here)."""
+    merges = tm.train_bpe([word[:64]] * 3, 12)
+    ranks = CountingRanks({pair: r for r, pair in enumerate(merges)})
+    CountingRanks.looked_up = 0
+    tm.bpe(word, ranks)
+    assert CountingRanks.looked_up < 10 * len(word), CountingRanks.looked_up
+
+
+def test_repeated_words_are_merged_once(monkeypatch):
+    import toy_gpt2
+    calls = []
+    real, toy = toy_gpt2.bpe, tm.toy_bpe()
+    monkeypatch.setattr(toy_gpt2, "bpe", lambda word, ranks, steps=None: calls.append(word) or real(word, ranks))
+    encode, _ = tm.bpe_tokenizer(*toy)
+    ids = encode("the cat climbed the roof." * 200)
+    assert len(ids) == 200 * 7 and len(calls) == len(set(calls)) <= 8
+
+
+@pytest.mark.parametrize("bad, sentence", [([1.5], "whole numbers"), ([True], "whole numbers"),
+                                           ("abc", "not text"), (None, "list of token ids"),
+                                           ([12], "does not exist")])
+def test_the_toys_bpe_decode_takes_token_ids_only(bad, sentence):
+    _, decode = tm.bpe_tokenizer(*tm.toy_bpe())
+    with pytest.raises(ValueError, match=sentence):
+        decode(bad)

@@ -1,0 +1,195 @@
+"""Checkpoints that cannot be lost and cannot load wrong: save_gpt2 refuses to replace a
+checkpoint unless asked, checks everything before writing, and writes beside then renames;
+load_gpt2 checks what it reads against config.json and says what is wrong in one sentence.
+"""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import toy_model as tm
+
+
+@pytest.fixture
+def saved(tmp_path):
+    folder = tmp_path / "ckpt"
+    tm.save_toy_as_gpt2(folder)
+    return folder
+
+
+def files(folder):
+    return {p.name: p.read_bytes() for p in folder.iterdir()}
+
+
+# --- Saving ----------------------------------------------------------------------------
+
+def test_saving_over_a_checkpoint_is_refused_unless_asked(saved):
+    before = files(saved)
+    other = tm.copy_params()
+    other["wte"][0, 0] = 7.0
+    with pytest.raises(ValueError, match="already holds model.safetensors, config.json.*overwrite=True"):
+        tm.save_gpt2(saved, other)
+    with pytest.raises(ValueError, match="already holds"):
+        tm.save_toy_as_gpt2(saved)
+    assert files(saved) == before
+    tm.save_gpt2(saved, other, overwrite=True)
+    assert tm.load_gpt2(saved)["params"]["wte"][0, 0] == 7.0
+
+
+def test_a_bad_input_writes_nothing(saved):
+    before = files(saved)
+    for params, n_head in [(tm.PARAMS, 3), (tm.PARAMS, "2"), ({"wte": np.ones((3, 4))}, 2),
+                           (tm.replace_weight(tm.PARAMS, "wte", np.ones((12, 4))) | {"wpe": np.ones((8, 3))}, 2)]:
+        with pytest.raises(ValueError):
+            tm.save_gpt2(saved, params, n_head, overwrite=True)
+        assert files(saved) == before
+    with pytest.raises(ValueError, match="overwrite is True or False"):
+        tm.save_gpt2(saved, overwrite="yes")
+    assert files(saved) == before
+
+
+def test_a_numpy_integer_head_count_saves_a_loadable_config(tmp_path):
+    tm.save_gpt2(tmp_path / "a", n_head=np.int64(2))
+    tm.save_bpe(tmp_path / "a", *tm.toy_bpe())
+    assert tm.load_gpt2(tmp_path / "a")["n_head"] == 2
+
+
+def test_a_failed_write_leaves_the_old_files_intact(saved, monkeypatch):
+    """The disk fills up while the new files are renamed into place."""
+    before = files(saved)
+    other = tm.copy_params()
+    other["wte"][1, 1] = 9.0
+
+    def full_disk(src, dst):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(os, "replace", full_disk)
+    with pytest.raises(ValueError, match="Cannot write into .*No space left on device"):
+        tm.save_gpt2(saved, other, overwrite=True)
+    assert files(saved) == before                          # nothing replaced, no partial file left
+
+
+def test_writes_go_beside_then_are_renamed(saved, monkeypatch):
+    renamed = []
+    real = os.replace
+    monkeypatch.setattr(os, "replace", lambda src, dst: (renamed.append((os.path.basename(src), os.path.basename(dst))), real(src, dst)))
+    tm.save_gpt2(saved, overwrite=True)
+    assert sorted(renamed) == [(".config.json.partial", "config.json"),
+                               (".model.safetensors.partial", "model.safetensors")]
+
+
+def test_a_path_that_is_a_file_gets_one_sentence(tmp_path):
+    path = tmp_path / "a_file"
+    path.write_text("x")
+    with pytest.raises(ValueError, match="is a file, not a folder"):
+        tm.save_gpt2(path)
+    assert path.read_text() == "x"
+
+
+def test_a_read_only_folder_gets_one_sentence(tmp_path, monkeypatch):
+    """Simulated as the system refuses it (root, who runs CI, may write anywhere)."""
+    from pathlib import Path
+    monkeypatch.setattr(Path, "write_bytes", lambda self, data: (_ for _ in ()).throw(PermissionError(13, "Permission denied")))
+    with pytest.raises(ValueError, match="Cannot write into .*Permission denied"):
+        tm.save_gpt2(tmp_path / "new")
+
+
+# --- Loading ----------------------------------------------------------------------------
+
+def rewrite_config(folder, change):
+    config = json.loads((folder / "config.json").read_text())
+    config = change(config)
+    (folder / "config.json").write_text(json.dumps(config))
+
+
+@pytest.mark.parametrize("content, sentence", [
+    (b"", "not a readable safetensors file"),
+    (b"this is text, not weights", "not a readable safetensors file"),
+], ids=["empty", "text"])
+def test_an_unreadable_weights_file_gets_one_sentence(saved, content, sentence):
+    (saved / "model.safetensors").write_bytes(content)
+    with pytest.raises(ValueError, match=sentence):
+        tm.load_gpt2(saved)
+
+
+def test_a_truncated_weights_file_gets_one_sentence(saved):
+    data = (saved / "model.safetensors").read_bytes()
+    (saved / "model.safetensors").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match="not a readable safetensors file"):
+        tm.load_gpt2(saved)
+
+
+@pytest.mark.parametrize("change, sentence", [
+    (lambda c: [c], "one JSON object"),
+    (lambda c: {k: v for k, v in c.items() if k != "n_layer"}, "n_layer as a whole number"),
+    (lambda c: {k: v for k, v in c.items() if k != "n_head"}, "n_head as a whole number"),
+    (lambda c: c | {"n_layer": 0}, "n_layer as a whole number of at least 1, not 0"),
+    (lambda c: c | {"n_layer": -1}, "n_layer as a whole number of at least 1, not -1"),
+    (lambda c: c | {"n_layer": 2}, "no weight 'h.1.ln_1.weight'"),
+    (lambda c: c | {"n_head": 3}, "does not divide n_embd"),
+    (lambda c: c | {"n_embd": 8}, "shape"),
+    (lambda c: c | {"scale_attn_weights": False}, "square root of d_head"),
+    (lambda c: c | {"scale_attn_by_inverse_layer_idx": True}, "layer's number"),
+    (lambda c: c | {"activation_function": "relu"}, "activation"),
+    (lambda c: c | {"layer_norm_epsilon": 1e-6}, "epsilon"),
+], ids=["list", "no n_layer", "no n_head", "n_layer 0", "n_layer -1", "n_layer too many",
+        "n_head", "n_embd", "unscaled", "layer-scaled", "relu", "epsilon"])
+def test_a_config_that_does_not_fit_gets_one_sentence(saved, change, sentence):
+    rewrite_config(saved, change)
+    with pytest.raises(ValueError, match=sentence):
+        tm.load_gpt2(saved)
+
+
+def test_a_config_that_is_not_json_gets_one_sentence(saved):
+    (saved / "config.json").write_text("{n_layer: 1")
+    with pytest.raises(ValueError, match="config.json is not readable JSON"):
+        tm.load_gpt2(saved)
+
+
+def test_fewer_blocks_in_the_config_than_stored_is_refused(tmp_path):
+    params = tm.copy_params()
+    params["blocks"] = params["blocks"] * 2
+    tm.save_gpt2(tmp_path, params)
+    tm.save_bpe(tmp_path, *tm.toy_bpe())
+    rewrite_config(tmp_path, lambda c: c | {"n_layer": 1})
+    with pytest.raises(ValueError, match="more blocks than config.json's n_layer = 1"):
+        tm.load_gpt2(tmp_path)
+
+
+def test_weights_of_the_wrong_shape_are_refused_at_load(saved):
+    from safetensors.numpy import load_file, save_file
+    stored = load_file(saved / "model.safetensors")
+    stored["transformer.h.0.mlp.c_fc.weight"] = stored["transformer.h.0.mlp.c_fc.weight"][:, :6]
+    save_file(stored, saved / "model.safetensors")
+    with pytest.raises(ValueError, match=r"'h.0.mlp.c_fc.weight' has shape \(4, 6\).*\(4, 8\)"):
+        tm.load_gpt2(saved)
+
+
+def test_linear_layers_stored_as_pytorch_linear_are_refused(saved):
+    """A checkpoint in [outputs, inputs] order would transpose the square weights silently."""
+    from safetensors.numpy import load_file, save_file
+    stored = load_file(saved / "model.safetensors")
+    for name in list(stored):
+        if name.endswith(("c_attn.weight", "c_proj.weight", "c_fc.weight")):
+            stored[name] = np.ascontiguousarray(stored[name].T)
+    save_file(stored, saved / "model.safetensors")
+    with pytest.raises(ValueError, match=r"\[outputs, inputs\]"):
+        tm.load_gpt2(saved)
+
+
+@pytest.mark.parametrize("vocab, sentence", [
+    ({"the": 0, " the": 0}, "gives the id 0 to more than one token"),
+    (["the"], "map each token's text to its id"),
+    ({"the": "0"}, "map each token's text to its id"),
+    ({"the": 12}, "ids up to 12, but wte has only 12 rows"),
+], ids=["duplicate", "list", "text id", "too large"])
+def test_a_bad_vocabulary_gets_one_sentence(saved, vocab, sentence):
+    (saved / "vocab.json").write_text(json.dumps(vocab))
+    with pytest.raises(ValueError, match=sentence):
+        tm.load_gpt2(saved)
+
+
+def test_a_bad_merges_line_gets_one_sentence(saved):
+    (saved / "merges.txt").write_text("#version: 0.2\nt h\nthe\n")
+    with pytest.raises(ValueError, match="two pieces and a space"):
+        tm.load_gpt2(saved)
