@@ -215,9 +215,25 @@ def _same(got, expected, equal_nan=False):
     try:
         got, expected = np.asarray(got, dtype=float), np.asarray(expected, dtype=float)
     except (TypeError, ValueError):
-        return False
+        try:                                        # text, or lists of tokens: equal as values
+            return bool(_plain(got) == _plain(expected))
+        except (TypeError, ValueError):
+            return False
     return got.shape == expected.shape and bool(
         np.allclose(got, expected, rtol=1e-6, atol=1e-9, equal_nan=equal_nan))
+
+
+def _plain(x):
+    """Lists and tuples as nested tuples, so that [["a", "b"]] equals [("a", "b")]."""
+    return tuple(map(_plain, x)) if isinstance(x, (list, tuple)) else x
+
+
+def _shown(x):
+    """A result as a sentence shows it: numbers to 3 decimals, anything else as it is."""
+    try:
+        return np.round(np.asarray(x, float), 3)
+    except (TypeError, ValueError):
+        return repr(_plain(x))[:160]
 
 
 def _copy(args):
@@ -260,8 +276,8 @@ def answer_code(key, function):
         if np.shape(got) != shape:
             return False, (f"Not yet, on {label}: your function returns {_short(got)}; "
                            f"the model's has shape {shape}.")
-        return False, (f"Not yet, on {label}: your function returns {np.round(np.asarray(got, float), 3)}"
-                       f", the model gives {np.round(np.asarray(expected, float), 3)}.")
+        return False, (f"Not yet, on {label}: your function returns {_shown(got)}"
+                       f", the model gives {_shown(expected)}.")
     return True, f"Right: your function agrees with the model on all {len(cases)} inputs."
 
 
