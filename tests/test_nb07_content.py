@@ -1,0 +1,243 @@
+"""Notebook 07 (Generation): what its prose, pictures and worked answers claim, checked
+against the model and against references written here.
+
+The widgets' mechanics are tested in test_nb_07_generation.py; this file checks the
+content: the stepper's first draw, the temperature picture's legend, the crop and the KV
+cache as the prose tells them, the worked answer of 07.5 and the sampling-loop exercise.
+"""
+import html
+import json
+import re
+from pathlib import Path
+
+import matplotlib.colors as mcolors
+import numpy as np
+import pytest
+
+import toy_model as tm
+import toy_widgets as tw
+from widget_tools import text, walk
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "07_generation.ipynb"
+CELLS = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+SENTENCE = re.compile(r"the (cat|dog) climbed the (roof|wall|sofa|floor)\.<\|endoftext\|>")
+
+
+def source(cell):
+    return "".join(cell["source"])
+
+
+def code_cells():
+    return [source(c) for c in CELLS if c["cell_type"] == "code"]
+
+
+def prose():
+    return "\n".join(source(c) for c in CELLS if c["cell_type"] == "markdown")
+
+
+def outputs(cell):
+    return "".join("".join(o.get("text", "")) for o in cell.get("outputs", []))
+
+
+def p_after(text_):
+    """p of the next token after text_, by hand: the softmax of the last row, written here."""
+    z = tm.forward(tm.encode(text_))[-1]
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+def our_loop(prompt, temperature, seed):
+    """The sampling loop written independently of tm.generate and tm.sample: one
+    Generator, the last row, rng.choice; stop at <|endoftext|> or a full context."""
+    ids, rng, new = tm.encode(prompt), np.random.default_rng(seed), []
+    while len(ids) < tm.N_CTX and ids[-1] != tm.EOT:
+        p = tm.next_token_probs(tm.forward(ids)[-1], temperature)
+        token = int(np.argmax(p)) if temperature == 0 else int(rng.choice(len(p), p=p / p.sum()))
+        ids.append(token)
+        new.append(token)
+    return new
+
+
+# --- the stepper's first draw -----------------------------------------------------------
+
+def stepper_call():
+    """The arguments the notebook builds its stepper with, read from its code cell."""
+    (call,) = [s for s in code_cells() if s.startswith("tm.generation_stepper(")]
+    return eval(call.replace("tm.generation_stepper", "dict"))
+
+
+def test_the_stepper_a_class_sees_first_writes_a_sentence():
+    """The default demo ends the text with <|endoftext|> after a sentence, and no draw is a
+    long shot; the widget, clicked through, writes the same text tm.generate does."""
+    args = stepper_call()
+    steps = tm.generate(args["prompt"], temperature=args["temperature"], seed=args["seed"])
+    assert args["temperature"] == 1, "the demo samples from the model's own p"
+    ids = steps[-1]["ids"] + [steps[-1]["next"]]
+    assert SENTENCE.fullmatch(tm.decode(ids)), tm.decode(ids)
+    assert min(s["p"][s["next"]] for s in steps) > 0.05
+    assert [s["next"] for s in steps] != [s["next"] for s in tm.generate(args["prompt"])], \
+        "a draw that only repeats greedy shows nothing greedy does not"
+
+    root = tm.generation_stepper(**args)
+    button = next(w for w in walk(root) if type(w).__name__ == "Button")
+    for want in steps:
+        button.click()
+        assert root.state.ids[-1] == want["next"]
+    assert button.disabled and root.state.ids == ids
+
+
+def test_the_prose_says_which_seed_and_that_most_seeds_go_wrong():
+    args = stepper_call()
+    assert f"seed {args['seed']}" in prose()
+    assert "most seeds do not (try 0)" in prose()
+    sensible = [seed for seed in range(100)
+                if SENTENCE.fullmatch(tm.decode(tm.encode(args["prompt"]) + [
+                    s["next"] for s in tm.generate(args["prompt"], temperature=1, seed=seed)]))]
+    assert args["seed"] in sensible and 0 not in sensible
+    assert len(sensible) < 50, "most seeds do not write the sentence"
+
+
+def test_a_drawn_full_stop_is_named_in_quotes():
+    root = tm.generation_stepper(prompt="the cat climbed the roof", temperature=0)
+    next(w for w in walk(root) if type(w).__name__ == "Button").click()
+    status = [text(w) for w in walk(root) if type(w).__name__ == "HTML" and "Step 1" in w.value]
+    assert status == ['Step 1: drew ".", which had p = 1.000.']
+    assert root.chart.title.startswith('step 1: "." drawn')
+
+
+# --- the temperature picture ------------------------------------------------------------
+
+def colour(c):
+    return mcolors.to_hex(c, keep_alpha=False)
+
+
+@pytest.mark.parametrize("k", [12, 3])
+def test_the_temperature_legend_explains_every_mark_on_the_picture(k):
+    """Every filled bar has the colour the legend gives "drawn from", every outline the
+    colour and dash of the legend's "before" entry, whatever the state."""
+    root = tm.temperature_explorer()
+    next(w for w in walk(root) if getattr(w, "description", None) == "exact k").value = k
+    legend = root.chart.ax.get_legend()
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert len(labels) == 2 and labels[0].startswith("drawn from") and labels[1].startswith("before")
+    fill, outline = legend.legend_handles
+    assert {colour(b.get_facecolor()) for b in root.chart.bars} == {colour(fill.get_facecolor())}
+    assert {colour(b.get_edgecolor()) for b in root.before.bars} == {colour(outline.get_edgecolor())}
+    dashes = {b._unscaled_dash_pattern for b in root.before.bars}    # what is drawn, not the name
+    assert dashes == {outline._unscaled_dash_pattern} and dashes != {(0, None)}
+    assert not root.before.bars[0].get_fill() and not outline.get_fill()
+    assert colour(outline.get_edgecolor()) != colour(fill.get_facecolor()), \
+        "an outline in the bars' colour vanishes on them"
+    assert np.count_nonzero([b.get_height() for b in root.chart.bars]) == k
+
+
+def test_the_prose_of_the_explorer_matches_its_first_picture():
+    """"at first nothing is cut, and each outline sits on its bar": the first state."""
+    assert "at first nothing is cut, and each outline sits on its bar" in prose()
+    root = tm.temperature_explorer()
+    assert np.allclose([b.get_height() for b in root.chart.bars],
+                       [b.get_height() for b in root.before.bars])
+
+
+# --- the crop and the KV cache -----------------------------------------------------------
+
+def test_the_crop_moves_the_start_mark_onto_cat():
+    """Only position 1 has a non-zero position embedding, and the stored crop loop shows
+    ␣cat at position 1 once the window slides, as the prose says."""
+    wpe = tm.PARAMS["wpe"]
+    assert np.any(wpe[0]) and not np.any(wpe[1:])
+    (cell,) = [c for c in CELLS if source(c).startswith('ids = tm.encode("the cat climbed the")\nfor step')]
+    firsts = re.findall(r"reads (\d) tokens, '(\S+)'\s+at position 1", outputs(cell))
+    ids = tm.encode("the cat climbed the")
+    for n, first in firsts:                                  # the same loop, here
+        window = ids[-tm.N_CTX:]
+        assert (int(n), first) == (len(window), tm.show(window[0]))
+        ids.append(int(np.argmax(p_after(tm.decode(window)))))
+    assert ("8", "␣cat") in firsts
+    assert "lands on ␣cat" in prose()
+    assert "Hugging Face's `generate` does not crop" in prose()
+
+
+@pytest.mark.parametrize("prompt, options", [
+    ("the cat climbed the", dict(temperature=0)),
+    ("the", dict(temperature=0)),
+    ("the", dict(temperature=1, seed=18)),
+    ("the dog", dict(temperature=1.5, top_k=4, seed=3)),
+    ("the cat", dict(temperature=0.8, top_p=0.9, seed=1)),
+])
+def test_the_cached_loop_gives_the_same_tokens_and_distributions(prompt, options):
+    plain, cached = tm.generate(prompt, **options), tm.generate(prompt, cache=True, **options)
+    assert [s["next"] for s in cached] == [s["next"] for s in plain]
+    assert [s["ids"] for s in cached] == [s["ids"] for s in plain]
+    for a, b in zip(plain, cached, strict=True):
+        assert np.allclose(a["p"], b["p"], atol=1e-12)
+
+
+def test_the_cache_runs_one_new_row_per_step():
+    """With a cache, forward on the newest token alone computes one row, equal to the full
+    run's last row, and the cache grows by one key per step."""
+    ids, cache = tm.encode("the cat climbed the roof"), []
+    assert tm.forward(ids[:-1], cache=cache).shape == (len(ids) - 1, len(tm.VOCAB))
+    row = tm.forward(ids[-1:], cache=cache)
+    assert row.shape == (1, len(tm.VOCAB)) and cache[0]["k"].shape[0] == len(ids)
+    assert np.allclose(row[-1], tm.forward(ids)[-1], atol=1e-12)
+
+
+def test_the_notebook_generates_with_the_cache_option():
+    assert any("tm.generate(" in s and "cache=True" in s for s in code_cells())
+    assert "`tm.generate(prompt, ..., cache=True)`" in prose()
+    (cell,) = [c for c in CELLS if c["cell_type"] == "code" and "tm.generate(" in source(c)
+               and "cache=True" in source(c)]
+    assert "largest difference in p from the loop without a cache: 0.000" in outputs(cell)
+
+
+# --- 07.5's worked answer ------------------------------------------------------------------
+
+def named(token, p):
+    name = tm.show(token)
+    return f'{chr(34) + name + chr(34) if name == "." else name} ({tm.fmt(p[tm.VOCAB.index(token)])})'
+
+
+def test_the_dog_answer_names_the_step_that_goes_wrong_with_its_margins():
+    solution = tw._now(tm.EXERCISES["07.5"]["solution"])
+    greedy = [s["next"] for s in tm.generate("the dog", temperature=0)]
+    assert solution.startswith(f"{len(greedy)}: ")
+    dog, cat = p_after("the dog climbed"), p_after("the cat climbed")
+    climb, the, stop = (tm.VOCAB.index(t) for t in (" climb", " the", "."))
+    assert greedy[2] == climb and np.argmax(dog) == climb          # the step after "climbed"
+    assert np.argmax(cat) == the                                    # the cat goes on to "the"
+    assert dog[climb] > dog[stop] > dog[the] and cat[the] > cat[climb]
+    assert (f"greedy takes {named(' climb', dog)}, just ahead of {named('.', dog)} and "
+            f"{named(' the', dog)}") in solution
+    assert f"{named(' the', cat)} against {named(' climb', cat)}" in solution
+    gap = tm.PARAMS["wte"][tm.VOCAB.index(" dog")] - tm.PARAMS["wte"][tm.VOCAB.index(" cat")]
+    (dim,) = np.flatnonzero(gap)
+    assert f"only by {tm.fmt(gap[dim], 1)} on d{dim + 1}" in solution
+    assert "has not learned" not in solution and "learned nothing" in solution
+
+
+def test_the_dog_answer_is_not_on_the_page():
+    page = html.unescape(json.dumps(CELLS, ensure_ascii=False))
+    assert "just ahead of" not in page
+
+
+# --- 07.7, the sampling loop ---------------------------------------------------------------
+
+def test_the_loop_exercise_checks_against_an_independent_loop_and_both_stopping_rules():
+    spec = tm.EXERCISES["07.7"]
+    cases = tw._now(spec["cases"])
+    ends = set()
+    for label, args in cases:
+        want = our_loop(*args)
+        assert spec["reference"](*args) == want, label
+        full = len(tm.encode(args[0])) + len(want) == tm.N_CTX
+        ends.add("eot" if want[-1] == tm.EOT and not full else "full" if want[-1] != tm.EOT else "both")
+    assert {"eot", "full"} <= ends, "the cases must catch a loop that ignores either stopping rule"
+    ok, message = tw.answer_code("07.7", our_loop)
+    assert ok is True, message
+
+
+def test_the_loop_exercise_is_on_the_page_unfinished_with_its_check():
+    stub = [s for s in code_cells() if s.startswith("def sampling_loop(prompt, temperature, seed):")]
+    assert len(stub) == 1 and stub[0].rstrip().endswith("...   # your code here")
+    assert 'tm.exercise("07.7", sampling_loop)' in code_cells()
