@@ -84,7 +84,7 @@ def encode(text):
                 where = "" if rest == piece else f" (in {_short(piece)!r})"
                 raise ValueError(
                     f"The toy vocabulary has no token for {_short(rest)!r}{where}. "
-                    f"It knows only: {', '.join(show(t) for t in VOCAB)}; "
+                    f"It knows only: {', '.join(repr(t) if t == '.' else show(t) for t in VOCAB)}; "
                     "lower case, one space between words, '.' straight after a word.")
             ids.append(VOCAB.index(match))
             rest = rest[len(match):]
