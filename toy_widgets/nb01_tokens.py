@@ -11,15 +11,22 @@ from .exercises import choice_exercise, count_exercise
 
 
 _S1 = "the dog climbed the wall."
+
+
+def _named(i):
+    """A token as a sentence names it: `␣the`, and the full stop quoted, `'.'` (a bare
+    dot reads as punctuation)."""
+    return "'.'" if show(i) == "." else show(i)
+
 count_exercise(
     "01.1", f'How many tokens does "{_S1}" have?',
     answer=lambda: len(encode(_S1)),
     hints=lambda: [(len(_S1.split()), "That is the number of words: ' climbed' is two tokens, "
                     "and '.' is one more."),
                    (len(_S1.split()) + 1, "Close: count both the extra piece of ' climbed' and the '.'.")],
-    solution=lambda: (f"{len(encode(_S1))}: `{' '.join(show(i) for i in encode(_S1))}`. "
-                      f"`len(tm.encode({_S1!r}))` computes it. Words are not tokens: `climbed` is "
-                      "two, and the full stop is a token of its own."))
+    solution=lambda: (f"{len(encode(_S1))}: " + ", ".join(f"`{_named(i)}`" for i in encode(_S1))
+                      + f". `len(tm.encode({_S1!r}))` computes it. Words are not tokens: `climbed` "
+                      "is two, and the full stop, `'.'`, is a token of its own."))
 
 choice_exercise(
     "01.2", 'Which ids does the text "the roof" give? Work it out from the vocabulary table.',
@@ -70,7 +77,7 @@ def token_chips(ids):
 def tokenizer_widget(text="the cat climbed the"):
     """Type text, see its tokens as chips and its ids, at every key. Text the vocabulary
     cannot cover gets encode's sentence naming the part that failed once it is finished
-    (Enter); while a word is half typed, a quiet note only."""
+    (Enter); while a word is half typed, a quiet note only, and an empty box says so."""
     box = widgets.Text(value=text, description="text:", continuous_update=True,
                        layout=widgets.Layout(width="32em"))
     chips = widgets.HTML()
@@ -86,8 +93,8 @@ def tokenizer_widget(text="the cat climbed the"):
             chips.value = id_list.value = ""
             if finished:
                 raise
-            say(area, "Not all of it is in the vocabulary yet: keep typing, or press Enter "
-                      "to see why.")
+            say(area, "The box is empty: type a text to see its tokens." if value == "" else
+                "Not all of it is in the vocabulary yet: keep typing, or press Enter to see why.")
             return
         chips.value = token_chips(state.ids)
         id_list.value = f"<code>ids = {state.ids}</code> ({len(state.ids)} tokens)"
