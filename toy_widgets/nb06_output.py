@@ -2,8 +2,9 @@
 """
 import ipywidgets as widgets
 import numpy as np
+from matplotlib.patches import Patch
 
-from toy_model import PARAMS, VOCAB, encode, entropy, run, softmax
+from toy_model import PARAMS, VOCAB, cross_entropy, encode, entropy, run, softmax
 
 from .draw import GREY, SKY, TOKENS, fmt, freeze_layout
 from .kit import (BarChart, WidgetState, guarded, live_artists, live_chart, live_figure,
@@ -107,7 +108,7 @@ def _mean_loss():
     return float(np.mean(-np.log(run(ids[:-1])["p"][np.arange(len(ids) - 1), ids[1:]])))
 
 number_exercise(
-    "06.6", "Carry the card's example through the softmax. With the same tied weights, no norm "
+    "06.5", "Carry the example through the softmax. With the same tied weights, no norm "
             "and h = [1, 0, 1, 0], what probability does ␣floor get?",
     answer=lambda: _tied_p()[_FLOOR],
     hints=lambda: [(1 / 12, "That is the uniform 1/12: the logits are not all equal, so p is not either."),
@@ -122,7 +123,7 @@ number_exercise(
         "unit behind, and together they take most of the mass."))
 
 number_exercise(
-    "06.7", "And the loss: if the token that really came next were ␣floor, what would this "
+    "06.6", "And the loss: if the token that really came next were ␣floor, what would this "
             "prediction cost, in nats?",
     answer=lambda: -np.log(_tied_p()[_FLOOR]),
     hints=lambda: [(float(-np.log10(_tied_p()[_FLOOR])), "Use the natural log, ln, not log base 10."),
@@ -152,7 +153,7 @@ def _softmax_cases():
 
 
 code_exercise(
-    "06.5", "Write `softmax(z)`: the probabilities of each row of the logits z (an n × V array). "
+    "06.7", "Write `softmax(z)`: the probabilities of each row of the logits z (an n × V array). "
             "Subtract each row's largest logit first, so that e^z stays finite for logits like "
             "1000; then exponentiate and divide each row by its own sum.",
     reference=lambda z: softmax(z), cases=_softmax_cases,
@@ -168,6 +169,60 @@ code_exercise(
     solution='''def softmax(z):
     e = np.exp(z - z.max(axis=-1, keepdims=True))     # each row's largest logit -> e^0 = 1
     return e / e.sum(axis=-1, keepdims=True)          # each row adds up to 1''')
+
+
+def _loss_ref(z, targets, lse=True, shift=True, mean=True, sign=1, log=np.log):
+    """Typical wrong cross-entropies from logits (and, with the defaults, the right one)."""
+    z, t = np.asarray(z, dtype=float), np.asarray(targets)
+    rows = np.arange(len(z))
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        if not lse:                                     # through p: -ln of a p that may be 0
+            losses = -log(softmax(z)[rows, t])
+        else:
+            m = z.max(axis=-1) if shift else 0.0
+            losses = sign * (m + log(np.exp(z - np.atleast_1d(m)[:, None]).sum(axis=-1)) - z[rows, t])
+    return float(losses.mean()) if mean else losses
+
+
+def _loss_cases():
+    rng = np.random.default_rng(1)
+    ids = encode(_TEXT + " roof")
+    return [(f'the logits of "{_TEXT}", the next tokens as targets',
+             (np.array(run(ids[:-1])["logits"], dtype=float), np.array(ids[1:]))),
+            ("the rows [1000, 999] and [0, 1], targets 1 and 0",
+             (np.array([[1000.0, 999.0], [0.0, 1.0]]), np.array([1, 0]))),
+            ("the rows [1000, 0, -1000] and [2, 1, 0], targets 1 and 0",
+             (np.array([[1000.0, 0.0, -1000.0], [2.0, 1.0, 0.0]]), np.array([1, 0]))),
+            ("the rows [0, 900, 0] and [-1000, -1001, -1002], targets 0 and 2",
+             (np.array([[0.0, 900.0, 0.0], [-1000.0, -1001.0, -1002.0]]), np.array([0, 2]))),
+            ("random logits, 4 rows of 12", (rng.standard_normal((4, 12)) * 3, rng.integers(0, 12, 4)))]
+
+
+code_exercise(
+    "06.8", "Write `cross_entropy(logits, targets)`: the mean over the rows of −ln p(target), "
+            "straight from the logits (an n × V array; targets: n token ids), by log-sum-exp: "
+            "for each row, ln Σ_k e^(z_k) − z_target, with the row's largest logit m taken out "
+            "first, ln Σ_k e^(z_k) = m + ln Σ_k e^(z_k − m).",
+    reference=lambda z, t: cross_entropy(z, t), cases=_loss_cases,
+    mistakes=[(lambda z, t: _loss_ref(z, t, lse=False),
+               "−ln p turns into ∞ when p underflows to 0 (e^−1000 is 0 in floating point): "
+               "compute ln Σ e^z − z_target from the logits instead of taking the log of p."),
+              (lambda z, t: _loss_ref(z, t, shift=False),
+               "e^1000 overflows: take each row's largest logit m out first, "
+               "ln Σ e^z = m + ln Σ e^(z − m)."),
+              (lambda z, t: _loss_ref(z, t, mean=False),
+               "that is each row's loss: the loss is their mean, one number."),
+              (lambda z, t: _loss_ref(z, t, sign=-1),
+               "the sign is flipped: −ln p = ln Σ e^z − z_target, never negative."),
+              (lambda z, t: _loss_ref(z, t, log=np.log10),
+               "use the natural log (np.log), not log base 10: the loss is in nats."),
+              (lambda z, t: _loss_ref(z, t, log=np.log2),
+               "use the natural log (np.log), not log base 2: the loss is in nats, not bits.")],
+    solution='''def cross_entropy(logits, targets):
+    m = logits.max(axis=-1, keepdims=True)                            # each row's largest logit
+    log_sum_exp = m[:, 0] + np.log(np.exp(logits - m).sum(axis=-1))   # ln Σ e^z, safely
+    picked = logits[np.arange(len(logits)), targets]                  # z_target, row by row
+    return (log_sum_exp - picked).mean()''')
 
 
 def vector(v, digits=3):
@@ -236,7 +291,9 @@ def logit_playground(text="the cat climbed the"):
 
     def on_typed(text):
         if text.strip():
-            set_logit(typed_number(text, "logit"))
+            value = typed_number(text, "logit")
+            if value != float(fmt(state.z[state.token])):   # typed back as shown (2.491): keep
+                set_logit(value)                            # the exact logit (2.4907...)
             update()
 
     def on_reset(_):
@@ -312,9 +369,14 @@ def logit_shift(text="the cat climbed the"):
 
 def _switch(name, option, labels, text, title, on=True):
     """A toggle that reruns the model with option on/off, plus a prompt box; p of the
-    last row as bars. labels = (label when True, label when False)."""
+    last row as filled bars, and p with the switch flipped as dashed outlines, so that
+    its picture shows both settings. labels = (label when True, label when False)."""
     state = WidgetState(text=text, on=on)
     chart = live_chart(name, softmax(_last_logits(text)), title)
+    flipped = BarChart(chart.ax, np.zeros(len(TOKENS)), outline=labels[1 if on else 0], color="black")
+    handles = [Patch(color=chart.color), Patch(color=chart.accent), flipped.bars[0]]
+    legend = chart.ax.legend(handles, ["", "", ""], loc="upper right")
+    live_artists(chart.fig, [*chart.bars, chart.ax.title, *flipped.bars])
     toggle = widgets.ToggleButton(value=on, description=labels[0 if on else 1], button_style="info")
     prompt = widgets.Text(value=text, description="prompt", continuous_update=False,
                           placeholder="a prompt in the toy vocabulary, then Enter")
@@ -322,7 +384,13 @@ def _switch(name, option, labels, text, title, on=True):
 
     def update():
         p = softmax(_last_logits(state.text, **{option: state.on}))
-        chart.show(p, highlight=int(np.argmax(p)), title=f'{title}: "{state.text}"')
+        chart.set(p, highlight=int(np.argmax(p)), title=f'{title}: "{state.text}"')
+        flipped.set(softmax(_last_logits(state.text, **{option: not state.on})))
+        now, other = (labels[0], labels[1]) if state.on else (labels[1], labels[0])
+        for label, words in zip(legend.get_texts(), [now, "its most likely token", f"{other} (dashed)"],
+                                strict=True):
+            label.set_text(words)
+        chart.fig.canvas.draw_idle()                # the legend changes too: draw it all
         say(line, f"{toggle.description}: " + p_summary(p))
 
     def on_toggle(value):

@@ -1,0 +1,328 @@
+"""Notebooks 05 (the block) and 06 (output): what their prose claims, the states it points at,
+the random toy that shows gains, biases and a second block, and their new exercises.
+
+- the figures the prose quotes in its own words (the MLP's share, GELU's slope, tying's
+  direct path) equal the model's, computed here;
+- the switches of 06 draw the flipped setting as dashed outlines, so each stored picture
+  shows the state its prose describes (tied: ␣the leads), and no two pictures are the same;
+- typing back the logit the playground shows keeps the exact logit;
+- tm.random_toy() has nothing trivial, and the model runs it as an independent numpy
+  GPT-2 forward pass does (gains, biases, positions, two blocks);
+- the tying mechanism: ␣the's own embedding carried by the stream, E Eᵀ's direct path,
+  and a trained tied toy whose block outvotes it;
+- exercises in page order; 05.6 and 06.8 accept a learner's right answer and name the
+  mistakes learners make, written the way a learner would write them.
+"""
+import base64
+import json
+import re
+from pathlib import Path
+
+import ipywidgets as widgets
+import numpy as np
+import pytest
+
+import toy_model as tm
+from widget_tools import find, shown, text
+
+ROOT = Path(__file__).resolve().parents[1]
+NB05, NB06 = ROOT / "notebooks" / "05_block.ipynb", ROOT / "notebooks" / "06_output.ipynb"
+TEXT = "the cat climbed the"
+THE = tm.VOCAB.index(" the")
+
+
+def load(path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def prose(path):
+    return "\n".join("".join(c["source"]) for c in load(path)["cells"]
+                     if c["cell_type"] == "markdown").replace("−", "-")
+
+
+def quoted(path, sentence):
+    """The figures a sentence (with {} where a figure stands) quotes in a notebook's prose."""
+    pattern = re.escape(sentence).replace(r"\{\}", r"(-?\d+\.\d{3})")
+    found = re.findall(pattern, re.sub(r"\s+", " ", prose(path)))
+    assert found, f"{path.name}: the sentence {sentence!r} is gone"
+    return found
+
+
+def slope(u):
+    """GELU's slope, by a central difference of the model's GELU (independent of toy_train)."""
+    h = 1e-6
+    return float((tm.gelu(u + h) - tm.gelu(u - h)) / (2 * h))
+
+
+# --- the figures quoted in prose ---------------------------------------------------------
+
+def test_05_quotes_the_mlps_share_and_gelus_slope_as_computed():
+    ids = tm.encode(TEXT + " roof")
+    on, off = (tm.cross_entropy(tm.forward(ids[:-1], mlp_on=m), ids[1:]) for m in (True, False))
+    assert quoted(NB05, "lower without it ({} nats against") == [tm.fmt(off)]
+    assert quoted(NB05, "nats against {})") == [tm.fmt(on)]
+    assert off < on, "the prose says the toy's loss is lower without its MLP"
+    u = np.linspace(-2, 0, 200_001)
+    low = u[tm.gelu(u).argmin()]
+    assert quoted(NB05, "the bottom of the dip, u = {}") == [tm.fmt(low)]
+    assert abs(slope(low)) < 1e-3
+    assert quoted(NB05, "negative ({} at u = -1)") == [tm.fmt(slope(-1.0))]
+    assert quoted(NB05, "fades towards 0 ({} at u = -3)") == [tm.fmt(slope(-3.0))]
+    assert slope(-1.0) < 0 and slope(-3.0) < 0 and abs(slope(-3.0)) < abs(slope(-1.0))
+
+
+def test_05_breaks_13d_down_and_no_longer_tells_the_fit_story_mid_page():
+    text_ = prose(NB05)
+    assert "9d" in text_ and "4d" in text_ and "13d" in text_
+    d = 768
+    per_block = tm.init_params(d=8, d_mlp=32, n_layer=1)["blocks"][0]
+    names = tm.weight_names({"b": per_block})
+    extra = sum(tm.get_weight({"b": per_block}, n).size for n in names
+                if n.endswith(".b") or n.endswith(".g"))
+    assert extra == 13 * 8 and 9 * d + 4 * d == 13 * d       # biases and norms: 13 d at any width
+    before_exercises = text_.split("## Check yourself")[0]
+    assert "least-squares" not in before_exercises and "fit_toy" not in before_exercises
+    assert "least-squares" in text_.split("## Check yourself")[1], "the fit's story is in the note"
+
+
+def test_05_points_at_no_table_its_picture_lacks():
+    assert "Compare the table" not in prose(NB05)
+
+
+def test_06_quotes_the_tying_mechanism_as_computed():
+    r = tm.run(TEXT)
+    bypass = tm.run(TEXT, tied=True, attention_on=False, mlp_on=False)
+    assert quoted(NB06, "the MLP adds {}, so") == [tm.fmt(r["mlp"][-1][3])]
+    assert quoted(NB06, "y₅'s d4 is {} and") == [tm.fmt(r["y"][-1][3])]
+    assert quoted(NB06, "its tied logit, {}, beats") == [tm.fmt(r["f"][-1] @ tm.PARAMS["wte"][THE])]
+    assert quoted(NB06, "with logit {}. This is") == [tm.fmt(bypass["logits"][-1].max())]
+    assert tm.TOKENS[int(bypass["logits"][-1].argmax())] == "␣the"
+    # the stream carries ␣the's own [0, 0, 0, 2]: d4 of x_5 is 2, attention adds 0 there
+    assert np.allclose(r["x"][-1], [0, 0, 0, 2]) and r["attn"][-1][3] == 0
+
+
+def test_the_direct_path_is_symmetric_and_repeats_most_tokens():
+    E = np.asarray(tm.PARAMS["wte"])
+    assert np.allclose(E @ E.T, (E @ E.T).T)
+    f = (E - E.mean(1, keepdims=True)) / np.sqrt(E.var(1, keepdims=True) + 1e-5)   # ln_f by hand
+    direct = f @ E.T
+    repeats = sum(direct[i, i] >= direct[i].max() - 1e-9 for i in range(len(E)))
+    out = "\n".join(o.get("text", "") if isinstance(o.get("text"), str) else "".join(o.get("text", []))
+                    for c in load(NB06)["cells"] for o in c.get("outputs", []))
+    assert f"scores first after themselves: {repeats} of 12" in out
+    assert repeats > len(E) / 2
+
+
+def test_a_trained_tied_toy_outvotes_the_direct_path():
+    corpus = tm.load_corpus()
+    trained, _ = tm.train(corpus, steps=200, seed=2, lr=0.05, tied=True)
+    assert "w_u" not in trained
+    with_block = tm.run(TEXT, params=trained)["p"][-1]
+    bypassed = tm.run(TEXT, params=trained, attention_on=False, mlp_on=False)["p"][-1]
+    assert tm.TOKENS[int(bypassed.argmax())] == "␣the" and bypassed[THE] > 0.5
+    assert with_block[THE] < 0.01
+    assert tm.TOKENS[int(with_block.argmax())] in ("␣roof", "␣sofa", "␣wall", "␣floor")
+
+
+def test_06_says_parameter_count_not_file_size_and_drops_the_clutter():
+    text_ = prose(NB06)
+    assert "exactly the size of the released" not in text_ and "parameter count" in text_
+    params, masks = 124_439_808, 12 * 1024 * 1024
+    assert round((params + masks) * 4 / 1e6, 1) == 548.1
+    assert "548.1 MB" in json.dumps(load(NB06))
+    code = "\n".join("".join(c["source"]) for c in load(NB06)["cells"] if c["cell_type"] == "code")
+    assert "Decimal" not in code and "coincidence" not in text_
+    assert "card" not in text_
+    for term in ("8 key heads", "gate", "d × 14,336"):
+        assert term in text_, f"§8 defines {term!r}"
+
+
+# --- the pictures show the states the prose describes -------------------------------------
+
+def stored_pngs(path):
+    return {"".join(c["source"]).strip(): o["data"]["image/png"]
+            for c in load(path)["cells"] for o in c.get("outputs", []) if "image/png" in o.get("data", {})}
+
+
+def test_06_widget_pictures_differ():
+    pngs = stored_pngs(NB06)
+    widgets_ = [k for k in pngs if k.startswith("tm.")]
+    assert {"tm.logit_playground()", "tm.tying_switch()", "tm.attention_switch()"} <= set(widgets_)
+    assert len({pngs[k] for k in pngs}) == len(pngs), "two stored pictures are the same"
+
+
+@pytest.mark.parametrize("make, option, now, other", [
+    (tm.tying_switch, "tied", "own W_U", "tied: W_U = Eᵀ"),
+    (tm.attention_switch, "attention_on", "attention on", "attention off")])
+def test_a_switch_draws_the_flipped_setting_dashed(make, option, now, other):
+    box = make()
+    ax = box.chart.ax
+    outlines = [b for b in ax.patches if not b.get_fill()]
+    assert len(outlines) == len(tm.TOKENS) and all(b.get_linestyle() == "--" for b in outlines)
+    start = option == "attention_on"
+    p_now = tm.run(TEXT, **{option: start})["p"][-1]
+    p_other = tm.run(TEXT, **{option: not start})["p"][-1]
+    assert np.allclose(shown(box.chart), p_now)
+    assert np.allclose([b.get_height() for b in outlines], p_other)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend[0] == now and other in legend[2]
+    find(box, widgets.ToggleButton)[0].value = not start          # flip: the two swap
+    assert np.allclose(shown(box.chart), p_other)
+    assert np.allclose([b.get_height() for b in outlines], p_now)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend[0] == other and now in legend[2]
+    find(box, widgets.Text)[0].value = "the dog climbed the"       # a new prompt: both follow
+    assert np.allclose([b.get_height() for b in outlines],
+                       tm.run("the dog climbed the", **{option: start})["p"][-1])
+
+
+def test_the_tying_picture_shows_the_the_leading_when_tied():
+    box = tm.tying_switch()
+    outlines = [b for b in box.chart.ax.patches if not b.get_fill()]
+    assert tm.TOKENS[int(np.argmax([b.get_height() for b in outlines]))] == "␣the"
+    assert tm.TOKENS[int(np.argmax(shown(box.chart)))] == "␣roof"
+    assert "dashed" in prose(NB06) and "with tying (dashed) ␣the takes\nthe lead" in prose(NB06)
+    png = base64.b64decode(box._repr_mimebundle_()["image/png"])
+    assert png.startswith(b"\x89PNG")
+
+
+# --- the playground keeps the exact logit when it is typed back as shown -----------------
+
+def test_typing_back_the_shown_logit_changes_nothing():
+    box = tm.logit_playground()
+    typed = find(box, widgets.Text)[0]
+    line = find(box, widgets.HTML)[-2]
+    z0 = tm.run(TEXT)["logits"][-1]
+    roof = tm.VOCAB.index(" roof")
+    before = text(line)
+    assert z0[roof] != float(tm.fmt(z0[roof])), "the shown logit is rounded"
+    typed.value = tm.fmt(z0[roof])                 # 2.491, as shown
+    assert np.array_equal(box.state.z, z0) and text(line) == before
+    assert np.allclose(shown(box.chart), tm.softmax(z0))
+    typed.value = "2.5"                            # another value is applied exactly
+    assert box.state.z[roof] == 2.5
+    typed.value = ""
+    typed.value = "2.491"                          # what is shown now is 2.500: 2.491 applies
+    assert box.state.z[roof] == 2.491
+
+
+# --- the random toy: nothing trivial, run as GPT-2 runs it -------------------------------
+
+def test_random_toy_has_nothing_trivial_and_is_read_only():
+    rt = tm.random_toy()
+    assert len(rt["blocks"]) == 2 and rt["wpe"].any(axis=1).all()
+    for name in tm.weight_names(rt):
+        w = tm.get_weight(rt, name)
+        if name.endswith(".g"):
+            assert np.all(np.abs(w - 1) > 1e-6), name
+        elif name.endswith(".b"):
+            assert np.all(w != 0), name
+    with pytest.raises((ValueError, TypeError)):
+        rt["wte"][0, 0] = 1.0
+    again = tm.random_toy()
+    assert all(np.array_equal(tm.get_weight(rt, n), tm.get_weight(again, n)) for n in tm.weight_names(rt))
+    assert not np.array_equal(tm.random_toy(seed=1)["wte"], rt["wte"])
+
+
+def reference_forward(ids, P, n_head=2):
+    """GPT-2's forward pass written out in plain numpy, apart from the course's functions."""
+    def ln(x, p):
+        mu, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+        return p["g"] * (x - mu) / np.sqrt(var + 1e-5) + p["b"]
+
+    def gelu(x):
+        return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+
+    x = np.asarray(P["wte"])[ids] + np.asarray(P["wpe"])[:len(ids)]
+    n, d = x.shape
+    for blk in P["blocks"]:
+        a = ln(x, blk["ln_1"])
+        qkv = a @ blk["attn"]["c_attn"]["w"] + blk["attn"]["c_attn"]["b"]
+        q, k, v = qkv[:, :d], qkv[:, d:2 * d], qkv[:, 2 * d:]
+        dh, heads = d // n_head, []
+        for h in range(n_head):
+            s = slice(h * dh, (h + 1) * dh)
+            scores = q[:, s] @ k[:, s].T / np.sqrt(dh)
+            scores[np.triu_indices(n, 1)] = -np.inf
+            w = np.exp(scores - scores.max(1, keepdims=True))
+            heads.append((w / w.sum(1, keepdims=True)) @ v[:, s])
+        x = x + np.hstack(heads) @ blk["attn"]["c_proj"]["w"] + blk["attn"]["c_proj"]["b"]
+        u = ln(x, blk["ln_2"])
+        x = x + gelu(u @ blk["mlp"]["c_fc"]["w"] + blk["mlp"]["c_fc"]["b"]) @ blk["mlp"]["c_proj"]["w"] \
+            + blk["mlp"]["c_proj"]["b"]
+    return ln(x, P["ln_f"]) @ P["w_u"]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_model_runs_the_random_toy_as_gpt2_does(seed):
+    rt = tm.random_toy(seed)
+    ids = tm.encode(TEXT)
+    assert np.allclose(tm.forward(ids, rt), reference_forward(ids, rt), atol=1e-12)
+    r = tm.run(TEXT, params=rt)
+    y1 = tm.block(r["x"], rt["blocks"][0], n_head=2)
+    assert np.allclose(r["blocks"][0]["y"], y1) and np.allclose(r["y"], tm.block(y1, rt["blocks"][1], n_head=2))
+
+
+# --- exercises: page order, and learners' own mistakes -----------------------------------
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("0[1-9]_*.ipynb")), ids=lambda p: p.stem)
+def test_exercises_are_numbered_in_page_order(path):
+    keys = [m.group(1) for c in load(path)["cells"] if c["cell_type"] == "code"
+            for m in [re.search(r'tm\.exercise\("(\d\d\.\d+)"', "".join(c["source"]))] if m]
+    numbers = [int(k.split(".")[1]) for k in keys]
+    assert numbers == list(range(1, len(numbers) + 1)), keys
+
+
+def right_block(x, blk):
+    a = tm.layer_norm(x, **blk["ln_1"])
+    h = x + tm.multi_head(a, **blk["attn"], n_head=2)
+    return h + tm.mlp(tm.layer_norm(h, **blk["ln_2"]), **blk["mlp"])
+
+
+def no_gains(x, blk):                                    # LayerNorm as in exercise 05.5
+    h = x + tm.multi_head(tm.layer_norm(x, 1.0, 0.0), **blk["attn"], n_head=2)
+    return h + tm.mlp(tm.layer_norm(h, 1.0, 0.0), **blk["mlp"])
+
+
+def post_ln(x, blk):                                     # the original Transformer's order
+    h = tm.layer_norm(x + tm.multi_head(x, **blk["attn"], n_head=2), **blk["ln_1"])
+    return tm.layer_norm(h + tm.mlp(h, **blk["mlp"]), **blk["ln_2"])
+
+
+def no_residual(x, blk):
+    h = tm.multi_head(tm.layer_norm(x, **blk["ln_1"]), **blk["attn"], n_head=2)
+    return h + tm.mlp(tm.layer_norm(h, **blk["ln_2"]), **blk["mlp"])
+
+
+@pytest.mark.parametrize("function, expected", [
+    (right_block, "Right: your function agrees with the model on all 4 inputs."),
+    (no_gains, "gain and bias"), (post_ln, "post-LN"), (no_residual, "h = x + attn(LN1(x))")])
+def test_05_6_checks_a_learners_block(function, expected):
+    message = tm.exercise("05.6", function).message
+    assert expected in message, message
+
+
+def loss_through_p(logits, targets):
+    p = tm.softmax(logits)
+    return -np.log(p[np.arange(len(logits)), targets]).mean()
+
+
+def loss_unshifted(logits, targets):
+    lse = np.log(np.exp(logits).sum(axis=-1))
+    return (lse - logits[np.arange(len(logits)), targets]).mean()
+
+
+def loss_right(logits, targets):
+    m = logits.max(axis=-1)
+    lse = m + np.log(np.exp(logits - m[:, None]).sum(axis=-1))
+    return float(np.mean(lse - logits[np.arange(len(logits)), targets]))
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("function, expected", [
+    (loss_right, "Right"), (loss_through_p, "underflows"), (loss_unshifted, "overflows"),
+    (lambda z, t: loss_right(z, t) * len(z), "Not yet"),
+    (lambda z, t: None, "Not done yet")])
+def test_06_8_checks_a_learners_loss(function, expected):
+    message = tm.exercise("06.8", function).message
+    assert expected in message, message
