@@ -171,8 +171,24 @@ def _place(scatter, notes, points, names, step=None):
             note.xyann = (5, 5 + step * level)
 
 
-def embedding_scatter_plot(ax, dx=0, dy=3, wte=None):
-    """The 12 token embeddings in dimensions dx (x axis) and dy (y axis), labelled.
+def x_rings(ax, text, dx=1, dy=3):
+    """The rows of X for `text` (token + position) as orange-red rings, each labelled
+    "position: token", to draw over the embeddings in dimensions dx and dy.
+    Returns the rings, their labels, the rows of X [n, d] and their names."""
+    ids = check_ids(encode(text))                   # more tokens than the context: a sentence
+    x_rows = embed(ids, PARAMS["wte"], PARAMS["wpe"])
+    names = [f"{n + 1}: {show(i)}" for n, i in enumerate(ids)]
+    rings = ax.scatter(x_rows[:, dx], x_rows[:, dy], s=190, facecolors="none", edgecolors=VERMILION,
+                       linewidths=2, zorder=4, label=f"row of X for {text!r} (position: token)")
+    notes = [ax.annotate("", (0, 0), xytext=(6, -13), textcoords="offset points", fontsize=9,
+                         color=VERMILION, fontweight="bold") for _ in ids]
+    _place(rings, notes, x_rows[:, [dx, dy]], names)
+    return rings, notes, x_rows, names
+
+
+def embedding_scatter_plot(ax, dx=0, dy=3, wte=None, rows_of=None):
+    """The 12 token embeddings in dimensions dx (x axis) and dy (y axis), labelled; with
+    rows_of="some text", the rows of X for that text ringed on top (x_rings) and a legend.
     Returns the scatter and its annotations, so a widget can move them."""
     wte = PARAMS["wte"] if wte is None else wte
     points = wte[:, [dx, dy]]
@@ -188,6 +204,10 @@ def embedding_scatter_plot(ax, dx=0, dy=3, wte=None):
     ax.set_xlabel(_dim_label(dx))
     ax.set_ylabel(_dim_label(dy))
     ax.set_title(f"The {len(points)} token embeddings, d{dx + 1} against d{dy + 1}")
+    if rows_of is not None:
+        x_rings(ax, rows_of, dx, dy)
+        ax.legend(loc="lower right", fontsize=8)
+        ax.set_title(f"The {len(points)} token embeddings and the rows of X, d{dx + 1} against d{dy + 1}")
     return scatter, notes
 
 
@@ -195,9 +215,7 @@ def embedding_scatter(text="the cat climbed the"):
     """Pick the two dimensions to plot; 'add positions' rings the rows of X for `text`
     (token + position) on top of the 12 embeddings. The plot is moved in place: the
     rings alone are repainted over the rest when only they change."""
-    ids = check_ids(encode(text))                   # more tokens than the context: a sentence
-    x_rows = embed(ids, PARAMS["wte"], PARAMS["wpe"])
-    row_names = [f"{n + 1}: {show(i)}" for n, i in enumerate(ids)]
+    check_ids(encode(text))                         # more tokens than the context: a sentence
     x_dim = widgets.Dropdown(options=DIM_OPTIONS, value=1, description="x axis:")
     y_dim = widgets.Dropdown(options=DIM_OPTIONS, value=3, description="y axis:")
     positions = widgets.ToggleButton(value=False, description="add positions",
@@ -205,10 +223,7 @@ def embedding_scatter(text="the cat climbed the"):
     area = message_area()
     fig, ax = live_figure("embedding-scatter", 6.0, 4.6)
     scatter, notes = embedding_scatter_plot(ax, x_dim.value, y_dim.value)
-    rings = ax.scatter(x_rows[:, 1], x_rows[:, 3], s=190, facecolors="none", edgecolors=VERMILION,
-                       linewidths=2, zorder=4, label=f"row of X for {text!r} (position: token)")
-    ring_notes = [ax.annotate("", (0, 0), xytext=(6, -13), textcoords="offset points", fontsize=9,
-                              color=VERMILION, fontweight="bold") for _ in ids]
+    rings, ring_notes, x_rows, row_names = x_rings(ax, text, x_dim.value, y_dim.value)
     legend = ax.legend(loc="lower right", fontsize=8)
     live_artists(fig, [rings, *ring_notes, ax.title, legend])
     state = WidgetState(dims=(1, 3), positions=False)
