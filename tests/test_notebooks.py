@@ -69,6 +69,9 @@ CLAIMS = {
     "04_mask_and_heads": [
         ("`␣the` gains {} on d2", "tm.run()['attn'][4, 1]"),
         ("puts {} on `␣cat`", "tm.run()['heads'][1]['weights'][2, 1]"),
+        ("row 1 keeps only {} of its weight", "tm.run(mask=False)['heads'][0]['weights'][0, 0]"),
+        ("follows the louder question, {} on", "tm.softmax(np.where(tm.causal_mask(5), "
+         "tm.run()['q'] @ tm.run()['k'].T / 2, -np.inf))[4, 2]"),
     ],
     "05_block": [
         ("y₅ = [{},", "tm.run()['y'][4, 0]"),

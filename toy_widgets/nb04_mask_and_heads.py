@@ -5,7 +5,7 @@ import html
 import ipywidgets as widgets
 import numpy as np
 
-from toy_model import N_HEAD, PARAMS, causal_mask, run
+from toy_model import N_HEAD, PARAMS, attention, causal_mask, multi_head, run
 
 from .draw import VERMILION, fmt, heatmap, new_figure, set_heatmap
 from .kit import (WidgetState, chosen_style, guarded, live_artists, live_figure, message_area,
@@ -100,6 +100,71 @@ code_exercise(
     return np.tril(np.ones((n, n), dtype=bool))    # True on and below the diagonal''')
 
 
+def _heads_of_model(q, k, v, n_head):
+    """The model's own multi_head on q, k, v given directly: c_attn the identity (so it
+    passes [q | k | v] through) and W_O the identity (so the concatenation comes out)."""
+    n, d = q.shape
+    c_attn = {"w": np.eye(3 * d), "b": np.zeros(3 * d)}
+    c_proj = {"w": np.eye(d), "b": np.zeros(d)}
+    return multi_head(np.hstack([q, k, v]), c_attn, c_proj, n_head)     # [n, d]
+
+
+def _qkv_of(text=_TEXT):
+    r = run(text)
+    return r["q"], r["k"], r["v"]                   # each [n, d]: every head's columns
+
+
+def _random_qkv(n, d, seed):
+    rng = np.random.default_rng(seed)
+    return tuple(rng.standard_normal((n, d)) for _ in range(3))
+
+
+def _per_head(q, k, v, n_head, columns, join=np.hstack, **options):
+    """Typical wrong versions of the split and the concat: columns(m, h) picks head h's
+    part of m; join puts the heads' outputs together."""
+    return join([attention(columns(q, h), columns(k, h), columns(v, h), **options)
+                 for h in range(n_head)])
+
+
+def _block(m, h, n_head):
+    d_head = m.shape[1] // n_head
+    return m[:, h * d_head:(h + 1) * d_head]
+
+
+code_exercise(
+    "04.5", "Write `split_and_concat(q, k, v, n_head)`: q, k and v are n × d, every head's columns "
+            "side by side, as `c_attn` gives them. Split each into n_head blocks of d / n_head "
+            "neighbouring columns, run `tm.attention` on each head's three blocks, and place the "
+            "heads' outputs side by side again: n × d.",
+    reference=_heads_of_model,
+    cases=lambda: [(f'the toy\'s q, k, v for "{_TEXT}", 2 heads', (*_qkv_of(), 2)),
+                   ("random q, k, v of 6 × 6, 3 heads", (*_random_qkv(6, 6, 0), 3)),
+                   ("random q, k, v of 4 × 8, 4 heads", (*_random_qkv(4, 8, 1), 4)),
+                   ("random q, k, v of 3 × 4, 1 head", (*_random_qkv(3, 4, 2), 1))],
+    mistakes=[(lambda q, k, v, n_head: attention(q, k, v),
+               "that is one head over all d columns: split them into n_head heads, each with its "
+               "own scores and its own softmax."),
+              (lambda q, k, v, n_head: _per_head(q, k, v, n_head, lambda m, h: m[:, h::n_head]),
+               "each head owns a block of neighbouring columns (head 1 the first d / n_head), not "
+               "every n_head-th column."),
+              (lambda q, k, v, n_head: _per_head(q, k, v, n_head, lambda m, h: _block(m, h, n_head),
+                                                 join=np.vstack),
+               "the heads' outputs go side by side (axis=-1), one block of columns each, not one "
+               "under the other."),
+              (lambda q, k, v, n_head: _per_head(q, k, v, n_head, lambda m, h: _block(m, h, n_head),
+                                                 join=lambda outs: np.sum(outs, axis=0)),
+               "the heads' outputs are placed side by side (np.concatenate), not added."),
+              (lambda q, k, v, n_head: _per_head(q, k, v, n_head, lambda m, h: _block(m, h, n_head),
+                                                 mask=False),
+               "each head hides the future too: call tm.attention with its mask (the default).")],
+    solution='''def split_and_concat(q, k, v, n_head):
+    qs = np.split(q, n_head, axis=-1)           # n_head blocks of [n, d_head]
+    ks = np.split(k, n_head, axis=-1)
+    vs = np.split(v, n_head, axis=-1)
+    outs = [tm.attention(qh, kh, vh) for qh, kh, vh in zip(qs, ks, vs)]   # each [n, d_head]
+    return np.concatenate(outs, axis=-1)        # [n, d]: the heads side by side''')
+
+
 HEAD_TITLES = ["head 1: what was climbed?", "head 2: who is acting?"]
 
 
@@ -118,9 +183,11 @@ def outline_future(ax, n, color=VERMILION):
 
 def heads_figure(r, live=False):
     """Both heads' attention weights (from r = run(...)) as two heat maps side by side,
-    masked cells blank, the future outlined. Returns fig, axes, [(im, texts), ...]."""
+    masked cells blank, the future outlined; from run(..., mask=False), "(no mask)" in
+    the titles. Returns fig, axes, [(im, texts), ...]."""
     tokens = r["tokens"]
     n = len(tokens)
+    unmasked = n > 1 and bool(np.isfinite(r["heads"][0]["scores"]).all())
     fig, ax = live_figure("mask-heads", 8.4, 3.9) if live else new_figure(8.4, 3.9)
     ax.remove()
     axes = fig.subplots(1, 2)
@@ -128,7 +195,7 @@ def heads_figure(r, live=False):
     for h, a in enumerate(axes):
         w = r["heads"][h]["weights"]
         maps.append(heatmap(a, np.where(np.isfinite(r["heads"][h]["scores"]), w, np.nan),
-                            tokens, tokens, HEAD_TITLES[h]))
+                            tokens, tokens, HEAD_TITLES[h] + (" (no mask)" if unmasked else "")))
         a.set_xlabel("key (outlined: later tokens, the future)")
         a.set_ylabel("query")
         outline_future(a, n)
