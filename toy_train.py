@@ -8,9 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
+from toy_checks import _count, _short, as_ids, check_ids, check_seed
 from toy_model import (EOT, N_CTX, N_HEAD, PARAMS, VOCAB, _ln_params, attention, block,
                        cross_entropy, decode, encode, forward, get_weight, gelu, layer_norm,
-                       mlp, multi_head, replace_weight, softmax, tree_map)
+                       mlp, multi_head, replace_weight, softmax, tree_map, weight_names)
 
 # Training moves every weight a little in the direction that lowers the loss of toy_model's
 # section 4. That direction is the gradient: for each weight, how fast the loss grows when the
@@ -80,15 +81,18 @@ def mlp_backward(dout, x, c_fc, c_proj, trace=None):
 
 
 def softmax_backward(dout, p):
-    """Back through a softmax by rows: each p_j moves with every score of its row."""
+    """Back through p = softmax(s) by rows: ds = p * (dp - sum(p * dp)). Each p_j moves
+    with every score of its row, so each score collects from all of them."""
     return p * (dout - (dout * p).sum(axis=-1, keepdims=True))
 
 
 def attention_backward(dout, q, k, v, mask=True, weights=None):
-    """One head, out = weights v. Returns dq, dk, dv [..., n, d_head]. (weights: the
-    head's attention weights, when already computed.)
+    """One head, out = A v, A = softmax(scores by row). Returns dq, dk, dv [..., n, d_head].
+    (weights: the head's attention probabilities A, when already computed.)
 
-    A masked weight is exactly 0, and so is its gradient: nothing reaches a later position."""
+    A masked probability is exactly 0, but the loss still has a slope with respect to it
+    (dA = dout v^T is not 0 there). What is exactly 0 is the gradient of its *score*:
+    softmax's backward multiplies by p = 0. So nothing reaches a later position's q or k."""
     if weights is None:
         trace = {}
         attention(q, k, v, mask, trace=trace)
@@ -181,7 +185,8 @@ def loss_and_grads(ids, targets, params=PARAMS, n_head=N_HEAD):
     logits = forward(ids, params, n_head, trace=trace)      # [..., n, V]
     loss = cross_entropy(logits, targets)                    # checks the targets too
     dlogits = softmax_cross_entropy_backward(logits, targets)
-    return loss, backward(dlogits, ids, params, n_head, trace)
+    grads = backward(dlogits, ids, params, n_head, trace)
+    return loss, tree_map(lambda g, w: g.astype(np.asarray(w).dtype, copy=False), grads, params)
 
 
 def check_batch(ids, targets):
@@ -196,10 +201,17 @@ def check_batch(ids, targets):
 
 
 def finite_difference(ids, targets, name, index, params=PARAMS, n_head=N_HEAD, eps=1e-5):
-    """d loss / d (one weight), measured rather than derived: nudge the weight by +eps and
-    by -eps, and divide the change of the loss by 2 eps. A check on loss_and_grads."""
+    """d loss / d (one weight), measured rather than derived: nudge the entry `index` of
+    the weight `name` by +eps and by -eps, and divide the change of the loss by 2 eps.
+    A check on loss_and_grads. Its error is about eps^2 (the curvature) plus about
+    1e-16 / eps (round-off in the two losses), smallest near eps = 1e-5."""
     ids = check_batch(ids, targets)
     w = np.asarray(get_weight(params, name), dtype=float)
+    index = _entry(index, w.shape, name)
+    if not (_is_number(eps) and 1e-10 <= eps <= 0.1):
+        raise ValueError(f"eps must be a number from 1e-10 to 0.1, not {eps!r}: smaller, and "
+                         "round-off (about 1e-16 / eps) swamps the difference; larger, and the "
+                         "curvature (about eps^2) does.")
     losses = []
     for step in (eps, -eps):
         nudged = w.copy()                                   # a copy: params stay as they are
@@ -209,18 +221,62 @@ def finite_difference(ids, targets, name, index, params=PARAMS, n_head=N_HEAD, e
     return (losses[0] - losses[1]) / (2 * eps)
 
 
+def _entry(index, shape, name):
+    """index as a tuple naming one entry of an array of `shape`, or one sentence."""
+    idx = (index,) if not isinstance(index, (tuple, list)) else tuple(index)
+    if len(idx) != len(shape) or not all(isinstance(i, (int, np.integer)) and not isinstance(i, bool)
+                                         and -n <= i < n for i, n in zip(idx, shape)):
+        raise ValueError(f"index must name one entry of {name!r}, whose shape is {shape}: "
+                         f"{len(shape)} whole number(s) within it, such as {(0,) * len(shape)}, "
+                         f"not {index!r}.")
+    return tuple(int(i) for i in idx)
+
+
+def _is_number(x):
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) \
+        and bool(np.isfinite(x))
+
+
+def _positive(x, what):
+    if not (_is_number(x) and x > 0):
+        raise ValueError(f"{what} must be a positive number, such as 0.05, not {x!r}.")
+    return float(x)
+
+
 # --- Optimisers: new weights from the old ones and the gradient (never in place) ------
+
+def check_grads(params, grads):
+    """grads must have params' layout, each gradient its weight's shape, and be finite."""
+    names = weight_names(params)
+    theirs = weight_names(grads) if isinstance(grads, (dict, list)) else []
+    if theirs != names:
+        odd = sorted(set(names) ^ set(theirs)) or names
+        raise ValueError(f"The gradients must have the weights' layout (one per weight, as "
+                         f"loss_and_grads returns them); {odd[0]!r} is in one but not the other.")
+    for name in names:
+        w, g = get_weight(params, name), get_weight(grads, name)
+        if np.shape(g) != np.shape(w):
+            raise ValueError(f"The gradient of {name!r} has shape {np.shape(g)}, but the weight "
+                             f"has shape {np.shape(w)}: each gradient has its weight's shape.")
+        if not np.all(np.isfinite(g)):
+            raise ValueError(f"The gradient of {name!r} is not finite (NaN or infinity): the "
+                             "loss has diverged; take a smaller learning rate.")
+
 
 def sgd_step(params, grads, lr):
     """Gradient descent: every weight moves by -lr times its gradient."""
+    lr = _positive(lr, "The learning rate lr")
+    check_grads(params, grads)
     return tree_map(lambda w, g: w - lr * g, params, grads)
 
 
 def adam_step(params, grads, state=None, lr=0.01, betas=(0.9, 0.999), eps=1e-8):
-    """Adam, the optimiser GPT-2 was trained with: each weight keeps a running mean m of
-    its gradient and v of the gradient's square, and moves by about lr along -m / sqrt(v),
-    so every weight takes steps of a similar size. Returns (new params, new state);
-    start with state=None."""
+    """Adam: each weight keeps a running mean m of its gradient and v of the gradient's
+    square, and moves against m, by about lr * m / sqrt(v): every weight takes steps of a
+    similar size, however small its gradient. Returns (new params, new state); start with
+    state=None."""
+    lr = _positive(lr, "The learning rate lr")
+    check_grads(params, grads)
     b1, b2 = betas
     if state is None:
         zeros = tree_map(np.zeros_like, params)
@@ -234,52 +290,124 @@ def adam_step(params, grads, state=None, lr=0.01, betas=(0.9, 0.999), eps=1e-8):
     return new, {"t": t, "m": m, "v": v}
 
 
+def learning_rate(step, lr, steps, warmup=0, decay=False):
+    """The learning rate at `step` (0, 1, ..., steps - 1): a linear warmup from lr / warmup
+    to lr over the first `warmup` steps, then lr, or with decay=True a cosine from lr down
+    to lr / 10 at the last step (nanoGPT's schedule)."""
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    if not decay:
+        return lr
+    progress = (step - warmup) / max(1, steps - 1 - warmup)        # 0 -> 1 after the warmup
+    return lr / 10 + 0.5 * (1 + np.cos(np.pi * progress)) * (lr - lr / 10)
+
+
+def grad_norm(grads):
+    """The length of the whole gradient: the square root of the sum of every entry squared."""
+    return float(np.sqrt(sum(float((np.asarray(get_weight(grads, n)) ** 2).sum())
+                             for n in weight_names(grads))))
+
+
+def clip_gradients(grads, max_norm):
+    """Gradient clipping: if the whole gradient is longer than max_norm, shrink it to that
+    length (every entry by the same factor, so its direction stays). Returns (grads, norm
+    before clipping)."""
+    norm = grad_norm(grads)
+    if norm <= max_norm:
+        return grads, norm
+    return tree_map(lambda g: g * (max_norm / norm), grads), norm
+
+
 # --- Training on a corpus --------------------------------------------------------------
 
 def init_params(seed=0, tied=False, d=4, d_mlp=8, n_layer=1, n_vocab=len(VOCAB), n_ctx=N_CTX,
-                scale=0.5):
-    """Random weights in the toy's layout, from a seed: every matrix and embedding drawn
-    from normal(0, scale), LayerNorm gains 1, all biases 0. tied: no w_u."""
+                std=0.02):
+    """Random weights in the toy's layout, from a seed, the way GPT-2 starts: every matrix
+    and embedding drawn from normal(0, std) (GPT-2: 0.02), the two projections that write
+    into the residual stream (attn.c_proj, mlp.c_proj) from normal(0, std / sqrt(2 n_layer)),
+    LayerNorm gains 1, all biases 0. tied: no w_u."""
+    seed = check_seed(seed)
+    std = _positive(std, "std")
     rng = np.random.default_rng(seed)
+    residual = std / np.sqrt(2 * n_layer)        # each block adds two branches to the stream
 
-    def lin(d_in, d_out):
-        return {"w": rng.normal(0, scale, (d_in, d_out)), "b": np.zeros(d_out)}
-    params = {"wte": rng.normal(0, scale, (n_vocab, d)), "wpe": rng.normal(0, scale, (n_ctx, d)),
+    def lin(d_in, d_out, s=std):
+        return {"w": rng.normal(0, s, (d_in, d_out)), "b": np.zeros(d_out)}
+    params = {"wte": rng.normal(0, std, (n_vocab, d)), "wpe": rng.normal(0, std, (n_ctx, d)),
               "blocks": [{"ln_1": _ln_params(d),
-                          "attn": {"c_attn": lin(d, 3 * d), "c_proj": lin(d, d)},
+                          "attn": {"c_attn": lin(d, 3 * d), "c_proj": lin(d, d, residual)},
                           "ln_2": _ln_params(d),
-                          "mlp": {"c_fc": lin(d, d_mlp), "c_proj": lin(d_mlp, d)}}
+                          "mlp": {"c_fc": lin(d, d_mlp), "c_proj": lin(d_mlp, d, residual)}}
                          for _ in range(n_layer)],
               "ln_f": _ln_params(d)}
     if not tied:
-        params["w_u"] = rng.normal(0, scale, (d, n_vocab))
+        params["w_u"] = rng.normal(0, std, (d, n_vocab))
     return params
 
 
 def read_corpus(text, n_ctx=N_CTX):
     """One sentence per line -> token sequences, each ending with <|endoftext|> and
     fitting the context (at most n_ctx tokens, <|endoftext|> included)."""
+    if not isinstance(text, str):
+        raise ValueError(f"read_corpus takes the corpus's text, one sentence per line, not "
+                         f"{type(text).__name__}.")
     corpus = [encode(line.strip()) + [EOT] for line in text.splitlines() if line.strip()]
     for seq in corpus:
         if len(seq) > n_ctx:
             raise ValueError(f"{decode(seq)!r} has {len(seq)} tokens; a line may have at most "
                              f"{n_ctx}, <|endoftext|> included.")
-    return corpus
+    return check_corpus(corpus)
+
+
+def check_corpus(corpus):
+    """A corpus as read_corpus gives it: a non-empty list of token sequences (lists of ids),
+    each of at least 2 tokens (one to read, one to predict)."""
+    if isinstance(corpus, str) or not isinstance(corpus, (list, tuple)) or not corpus:
+        raise ValueError("A corpus is a non-empty list of token sequences: read text with "
+                         "tm.read_corpus(text) or tm.load_corpus().")
+    for seq in corpus:
+        if isinstance(seq, str):
+            raise ValueError(f"The corpus holds text ({_short(seq)!r}) where token ids belong: "
+                             "read text with tm.read_corpus(text) or tm.load_corpus().")
+        ids = check_ids(seq, N_CTX, len(VOCAB)) if np.ndim(seq) == 1 else None
+        if ids is None or len(ids) < 2:
+            raise ValueError("Each text of a corpus is a list of at least 2 token ids (one to "
+                             f"read, one to predict), not {_short(seq)!r}.")
+    return [list(map(int, seq)) for seq in corpus]
 
 
 def load_corpus(path=None):
     """The course's corpus, data/corpus.txt next to this file (or the file at path)."""
-    path = Path(__file__).with_name("data") / "corpus.txt" if path is None else path
+    path = DATA / "corpus.txt" if path is None else path
     return read_corpus(Path(path).read_text(encoding="utf-8"))
+
+
+def load_heldout():
+    """Sentences kept out of training (data/heldout.txt), to measure what a model learnt
+    beyond the texts it was trained on."""
+    return load_corpus(DATA / "heldout.txt")
+
+
+DATA = Path(__file__).with_name("data")
+
+
+def load_sweep(path=None):
+    """The precomputed seed sweep (data/seed_sweep.json, written by tools/seed_sweep.py):
+    {"lr", "steps", "seeds", "recipes", "runs": [{"seed", "arm", "recipe", "history",
+    "p_roof_cat", "p_roof_dog", "heldout"}, ...]}."""
+    import json
+    return json.loads(Path(DATA / "seed_sweep.json" if path is None else path).read_text("utf-8"))
 
 
 def next_token_counts(corpus, prefix):
     """How often each token follows `prefix` (ids, read from the start of a text) in the
     corpus: an array [V] of counts."""
-    prefix = list(prefix)
+    corpus = check_corpus(corpus)
+    prefix = check_ids(prefix, N_CTX, len(VOCAB)) if not isinstance(prefix, str) else \
+        as_ids(prefix, "next_token_counts")                 # text: one sentence
     counts = np.zeros(len(VOCAB), dtype=int)
     for seq in corpus:
-        if len(seq) > len(prefix) and list(seq[:len(prefix)]) == prefix:
+        if len(seq) > len(prefix) and seq[:len(prefix)] == prefix:
             counts[seq[len(prefix)]] += 1
     return counts
 
@@ -287,6 +415,7 @@ def next_token_counts(corpus, prefix):
 def best_possible_loss(corpus):
     """The lowest mean loss any model can reach on the corpus: at every position, predict
     the corpus's own frequencies of what follows that exact beginning of a text."""
+    corpus = check_corpus(corpus)
     losses = []
     for seq in corpus:
         for i in range(1, len(seq)):
@@ -298,6 +427,7 @@ def best_possible_loss(corpus):
 def corpus_batch(corpus):
     """Token sequences -> ids [B, n] and targets [B, n]: each text predicts its own next
     tokens; shorter texts are padded with <|endoftext|> and the padding is not graded."""
+    corpus = check_corpus(corpus)
     n = max(len(seq) for seq in corpus) - 1
     ids = np.full((len(corpus), n), EOT)
     targets = np.full((len(corpus), n), -1)
@@ -313,24 +443,60 @@ def corpus_loss(corpus, params=PARAMS, n_head=N_HEAD):
 
 
 def train(corpus, params=None, steps=200, lr=0.05, optimizer="adam", seed=0, tied=False,
-          n_head=N_HEAD, callback=None):
+          n_head=N_HEAD, warmup=0, decay=False, clip=None, callback=None):
     """Gradient descent on the corpus's mean loss, every text graded at every step.
     Starts from init_params(seed, tied) unless params are given. Returns (the trained
     params, the loss history: steps + 1 values, before each step and at the end).
-    callback(step, loss), if given, is called after each step."""
+
+    The learning rate at each step is learning_rate(step, lr, steps, warmup, decay);
+    clip: if given, the gradient is shortened to at most that length (clip_gradients)
+    before each step. callback(step, loss), if given, is called after each step.
+    Stops with a ValueError naming the learning rate if the loss diverges."""
     if optimizer not in ("adam", "sgd"):
         raise ValueError(f"optimizer must be 'adam' or 'sgd', not {optimizer!r}.")
+    steps = _count(steps, "steps")
+    lr = _positive(lr, "The learning rate lr")
+    warmup = _count(warmup, "warmup", low=0)
+    if warmup >= steps and warmup:
+        raise ValueError(f"warmup ({warmup} steps) must be shorter than the run ({steps} steps).")
+    if clip is not None:
+        clip = _positive(clip, "clip (the longest gradient allowed)")
+    if not isinstance(decay, bool) or not isinstance(tied, bool):
+        raise ValueError("decay and tied are True or False.")
     params = init_params(seed, tied) if params is None else params
     ids, targets = corpus_batch(corpus)
     state, history = None, []
-    for step in range(steps):
-        loss, grads = loss_and_grads(ids, targets, params, n_head)
-        history.append(loss)
-        if optimizer == "adam":
-            params, state = adam_step(params, grads, state, lr)
-        else:
-            params = sgd_step(params, grads, lr)
+    for step in range(steps + 1):
+        with np.errstate(over="ignore", invalid="ignore"):   # divergence is caught below
+            try:
+                loss, grads = loss_and_grads(ids, targets, params, n_head)
+            except ValueError:
+                if step == 0:
+                    raise                                   # bad input, not divergence
+                loss, grads = np.inf, None                  # the weights overflowed
+            history.append(loss)
+            _check_diverged(history, grads, lr)
+            if step == steps:
+                return params, history
+            if clip is not None:
+                grads, _ = clip_gradients(grads, clip)
+            rate = learning_rate(step, lr, steps, warmup, decay)
+            if optimizer == "adam":
+                params, state = adam_step(params, grads, state, rate)
+            else:
+                params = sgd_step(params, grads, rate)
         if callback is not None:
             callback(step + 1, loss)
-    history.append(corpus_loss(corpus, params, n_head))
-    return params, history
+
+
+def _check_diverged(history, grads, lr):
+    """Divergence: the loss or a gradient is not finite, or the loss is ten times where it
+    started (and above ln V)."""
+    loss = history[-1]
+    if np.isfinite(loss) and loss <= 10 * max(history[0], np.log(len(VOCAB))) and (
+            grads is None or np.isfinite(grad_norm(grads))):
+        return
+    raise ValueError(f"Training diverged at step {len(history) - 1}: the loss went from "
+                     f"{history[0]:.3f} to {loss:.4g} nats. The learning rate lr = {lr:g} is "
+                     "too large for these steps: try a smaller one (a tenth), or clip the "
+                     "gradients (clip=1.0).")

@@ -10,7 +10,7 @@ disturbs less than the wall clock; the load average is printed with them.
     python benchmarks/training.py --repeats 50    # more steps per figure
 
   1. the lab's run: the toy (d = 4, one block, two heads) on data/corpus.txt, as
-     notebooks/08_training.ipynb trains it (200 Adam steps);
+     notebooks/08_training.ipynb trains it (200 Adam steps, warmup, decay, clipping);
   2. the corpus copied 1, 2, 4, ... times (the same sentences, a bigger batch B);
   3. longer texts: random token sequences of n = 8 ... 128 tokens (a toy with a longer
      context, 16 texts per batch), where attention's n x n scores start to count.
@@ -61,7 +61,7 @@ def main():
     corpus = tm.load_corpus()
     ids, targets = tm.corpus_batch(corpus)
     start = time.process_time()
-    _, history = tm.train(corpus, steps=200, seed=2)
+    _, history = tm.train(corpus, steps=200, seed=2, lr=0.05, warmup=10, decay=True, clip=1.0)
     run = time.process_time() - start
     print(f"\n1. The lab's run: {len(corpus)} texts (batch {ids.shape[0]} x {ids.shape[1]}), "
           f"200 Adam steps in {run:.2f} s of CPU = {200 / run:.0f} steps/s "

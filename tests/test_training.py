@@ -1,5 +1,7 @@
-"""Training (toy_model.py, section 6): the hand-written gradient against finite
-differences, the loss of the Output page, invariants, the optimisers and train()."""
+"""Lab 08's code (toy_train.py): the hand-written gradient against finite differences,
+the loss of the Output page, invariants, the optimisers, the schedule and clipping,
+train() and its checks, GPT-2's initialisation, the held-out file and the seed sweep."""
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -216,6 +218,7 @@ def test_train_is_deterministic_for_a_seed_and_lowers_the_loss():
 
 def test_random_initialisation_is_seeded_and_has_the_toys_layout():
     a, b = tm.init_params(0), tm.init_params(0)
+    assert tm.init_params(0, tied=True).keys() == a.keys() - {"w_u"}
     assert tm.weight_names(a) == tm.weight_names(tm.PARAMS)
     assert all(np.array_equal(tm.get_weight(a, n), tm.get_weight(b, n)) for n in tm.weight_names(a))
     assert all(tm.get_weight(a, n).shape == tm.get_weight(tm.PARAMS, n).shape for n in tm.weight_names(a))
@@ -253,3 +256,208 @@ def test_the_corpus_fits_the_vocabulary_and_the_context():
 def test_bad_input_gets_a_clear_message(call, words):
     with pytest.raises(ValueError, match=words):
         call()
+
+
+# --- The schedule, clipping, and train()'s checks ---------------------------------------
+
+def test_the_schedule_warms_up_then_decays_to_a_tenth():
+    rates = [tm.learning_rate(s, 0.05, 200, warmup=10, decay=True) for s in range(200)]
+    assert rates[:10] == pytest.approx([0.05 * (s + 1) / 10 for s in range(10)])
+    assert rates[9] == pytest.approx(0.05) and rates[-1] == pytest.approx(0.005)
+    assert all(a >= b for a, b in zip(rates[9:], rates[10:]))           # decays, never rises
+    assert rates[10 + 189 // 2] == pytest.approx(0.0275, abs=2e-4)      # the cosine's middle
+    assert [tm.learning_rate(s, 0.05, 200) for s in (0, 199)] == [0.05, 0.05]
+
+
+def test_clipping_shortens_a_long_gradient_and_keeps_its_direction():
+    _, grads = tm.loss_and_grads(EXAMPLE, EXAMPLE_TARGETS)
+    norm = tm.grad_norm(grads)
+    assert norm == pytest.approx(np.sqrt(sum((tm.get_weight(grads, n) ** 2).sum()
+                                             for n in tm.weight_names(grads))))
+    clipped, before = tm.clip_gradients(grads, norm / 4)
+    assert before == norm and tm.grad_norm(clipped) == pytest.approx(norm / 4)
+    for name in tm.weight_names(grads):
+        assert np.allclose(tm.get_weight(clipped, name), tm.get_weight(grads, name) / 4)
+    same, _ = tm.clip_gradients(grads, 2 * norm)
+    assert same is grads
+
+
+def test_train_uses_the_schedule_and_the_clipping():
+    """A run with the schedule and clipping is the loop written out by hand."""
+    corpus = tm.load_corpus()[:4]
+    params, history = tm.train(corpus, steps=6, seed=1, lr=0.05, warmup=2, decay=True, clip=0.5)
+    ids, targets = tm.corpus_batch(corpus)
+    mine, state, losses = tm.init_params(1), None, []
+    for step in range(6):
+        loss, grads = tm.loss_and_grads(ids, targets, mine)
+        losses.append(loss)
+        grads, _ = tm.clip_gradients(grads, 0.5)
+        mine, state = tm.adam_step(mine, grads, state, tm.learning_rate(step, 0.05, 6, 2, True))
+    assert history[:-1] == losses
+    for name in tm.weight_names(mine):
+        assert np.array_equal(tm.get_weight(params, name), tm.get_weight(mine, name))
+
+
+def test_training_stops_on_divergence_with_a_sentence_naming_the_learning_rate():
+    with pytest.raises(ValueError, match=r"diverged at step \d+.*lr = 5 is too large"):
+        tm.train(tm.load_corpus(), steps=200, lr=5, optimizer="sgd")
+
+
+def test_the_live_curve_reports_divergence_and_bad_settings_in_its_progress_line():
+    corpus = tm.load_corpus()
+    params, losses = tm.train_live(corpus, steps=50, lr=5, optimizer="sgd")
+    assert params is None and "lr = 5 is too large" in tm.train_live.panel.progress.value
+    assert 0 < len(losses) < 50
+    params, losses = tm.train_live(corpus, steps=20, every=0)
+    assert params is None and "every" in tm.train_live.panel.progress.value
+    params, _ = tm.train_live(corpus, steps=2.5)
+    assert params is None and "steps must be a whole number" in tm.train_live.panel.progress.value
+
+
+@pytest.mark.parametrize("options, words", [
+    ({"lr": float("nan")}, "learning rate lr must be a positive number"),
+    ({"lr": float("inf")}, "learning rate lr must be a positive number"),
+    ({"lr": -0.1}, "learning rate lr must be a positive number"),
+    ({"lr": "0.1"}, "learning rate lr must be a positive number"),
+    ({"lr": 0}, "learning rate lr must be a positive number"),
+    ({"steps": 2.5}, "steps must be a whole number"),
+    ({"steps": -5}, "steps must be a whole number"),
+    ({"seed": -1}, "seed must be a whole number"),
+    ({"seed": 1.5}, "seed must be a whole number"),
+    ({"warmup": -1}, "warmup must be a whole number"),
+    ({"warmup": 30, "steps": 20}, "must be shorter than the run"),
+    ({"clip": 0}, "clip .* must be a positive number"),
+    ({"decay": "yes"}, "True or False"),
+])
+def test_bad_training_settings_get_a_sentence(options, words):
+    with pytest.raises(ValueError, match=words):
+        tm.train(tm.load_corpus()[:2], **{"steps": 2, **options})
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: tm.train(["the cat"]), "holds text"),
+    (lambda: tm.train("the cat climbed"), "non-empty list of token sequences"),
+    (lambda: tm.train([]), "non-empty list of token sequences"),
+    (lambda: tm.train([[0]]), "at least 2 token ids"),
+    (lambda: tm.train([[0, 99]]), "does not exist"),
+    (lambda: tm.next_token_counts(tm.load_corpus(), "the"), "not text"),
+    (lambda: tm.best_possible_loss([]), "non-empty list"),
+    (lambda: tm.finite_difference(EXAMPLE, EXAMPLE_TARGETS, "wte", 0), "one entry of 'wte'"),
+    (lambda: tm.finite_difference(EXAMPLE, EXAMPLE_TARGETS, "wte", (0, 9)), "one entry of 'wte'"),
+    (lambda: tm.finite_difference(EXAMPLE, EXAMPLE_TARGETS, "wte", (0, 0), eps=1e-20), "round-off"),
+    (lambda: tm.finite_difference(EXAMPLE, EXAMPLE_TARGETS, "wte", (0, 0), eps=-1e-5), "eps must be"),
+    (lambda: tm.read_corpus(None), "takes the corpus's text"),
+    (lambda: tm.init_params(-1), "seed must be"),
+    (lambda: tm.init_params(0, std=0), "std must be a positive number"),
+])
+def test_the_labs_other_functions_get_a_sentence(call, words):
+    with pytest.raises(ValueError, match=words):
+        call()
+
+
+def test_the_training_path_checks_the_weights_as_forward_does():
+    with pytest.raises(ValueError, match="n_head must be a whole number that divides"):
+        tm.loss_and_grads([1, 2, 3], [2, 3, 4], n_head=3)
+    missing = {k: v for k, v in tm.PARAMS.items() if k != "ln_f"}
+    with pytest.raises(ValueError, match="params must be the weights' dict"):
+        tm.loss_and_grads([1, 2, 3], [2, 3, 4], missing)
+    wrong = tm.copy_params()
+    wrong["wpe"] = np.ones((8, 3))
+    with pytest.raises(ValueError, match="The weight 'wpe' has shape"):
+        tm.loss_and_grads([1, 2, 3], [2, 3, 4], wrong)
+    with pytest.raises(ValueError, match="its replacement has"):
+        tm.replace_weight(tm.PARAMS, "wte", np.ones(3))
+
+
+@pytest.mark.parametrize("step", ["sgd", "adam"])
+def test_the_optimisers_refuse_gradients_that_do_not_match_the_weights(step):
+    def run(params, grads):
+        return tm.sgd_step(params, grads, 0.1) if step == "sgd" else tm.adam_step(params, grads, None, 0.1)
+    w1, w2, g1 = np.ones(4), np.ones(4), np.full(4, 0.5)
+    with pytest.raises(ValueError, match="'blocks.1' is in one but not the other"):
+        run({"blocks": [w1, w2]}, {"blocks": [g1]})
+    with pytest.raises(ValueError, match="'b' is in one but not the other"):
+        run({"a": w1}, {"a": g1, "b": g1})
+    with pytest.raises(ValueError, match=r"gradient of 'w' has shape \(3, 4\), but the weight has shape \(4,\)"):
+        run({"w": w1}, {"w": np.ones((3, 4))})
+    with pytest.raises(ValueError, match="not finite"):
+        run({"w": w1}, {"w": np.array([0, np.nan, 0, 0])})
+    with pytest.raises(ValueError, match="layout"):
+        run({"w": w1}, None)
+    with pytest.raises(ValueError, match="learning rate lr must be a positive number"):
+        tm.sgd_step({"w": w1}, {"w": g1}, float("nan"))
+
+
+def test_float32_weights_get_float32_gradients_and_stay_float32():
+    params = tm.tree_map(lambda w: np.asarray(w, dtype=np.float32), tm.init_params(3))
+    _, grads = tm.loss_and_grads(EXAMPLE, EXAMPLE_TARGETS, params)
+    assert {tm.get_weight(grads, n).dtype for n in tm.weight_names(grads)} == {np.dtype(np.float32)}
+    stepped = tm.sgd_step(params, grads, 0.1)
+    adam, _ = tm.adam_step(params, grads, None, 0.1)
+    for tree in (stepped, adam):
+        assert {tm.get_weight(tree, n).dtype for n in tm.weight_names(tree)} == {np.dtype(np.float32)}
+
+
+def test_the_loss_is_one_cross_entropy_through_log_softmax():
+    """Training grades with tm.cross_entropy: finite for huge logits, 0 (not -0) when perfect."""
+    logits = np.zeros((1, 12))
+    logits[0, 1] = 800
+    assert tm.cross_entropy(logits, [0]) == pytest.approx(800)
+    assert np.all(np.isfinite(tm.softmax_cross_entropy_backward(logits, [0])))
+    perfect = tm.cross_entropy(logits, [1])
+    assert perfect == 0 and str(perfect) == "0.0"
+    params = tm.copy_params()
+    params["w_u"] = params["w_u"] * 1000                 # logits in the thousands
+    loss, grads = tm.loss_and_grads(EXAMPLE, EXAMPLE_TARGETS, params)
+    assert np.isfinite(loss) and loss == tm.cross_entropy(tm.forward(EXAMPLE, params), EXAMPLE_TARGETS)
+    assert all(np.all(np.isfinite(tm.get_weight(grads, n))) for n in tm.weight_names(grads))
+
+
+# --- GPT-2's initialisation, the held-out file and the seed sweep --------------------------
+
+def test_gpt2s_initialisation_starts_near_ln_v():
+    params = tm.init_params(5, n_layer=3, d=64, d_mlp=256, n_ctx=64)
+    for name in tm.weight_names(params):
+        w = tm.get_weight(params, name)
+        if name.endswith(("attn.c_proj.w", "mlp.c_proj.w")):
+            assert w.std() == pytest.approx(0.02 / np.sqrt(6), rel=0.1), name
+        elif name.endswith(".w") or name in ("wte", "wpe", "w_u"):
+            assert w.std() == pytest.approx(0.02, rel=0.1), name
+        elif name.endswith(".g"):
+            assert np.all(w == 1), name
+        else:
+            assert np.all(w == 0), name
+    corpus = tm.load_corpus()
+    starts = [tm.corpus_loss(corpus, tm.init_params(seed)) for seed in range(10)]
+    assert all(abs(s - np.log(12)) < 0.05 for s in starts)
+    assert min(tm.corpus_loss(corpus, tm.init_params(seed, std=0.5)) for seed in range(10)) > np.log(12)
+
+
+def test_the_heldout_sentences_fit_and_include_one_the_corpus_never_has():
+    heldout, corpus = tm.load_heldout(), tm.load_corpus()
+    assert len(heldout) >= 4 and all(seq[-1] == tm.EOT for seq in heldout)
+    assert any(seq not in corpus for seq in heldout)
+
+
+def test_the_seed_sweep_has_ten_seeds_or_more_per_arm_and_recipe():
+    sweep = tm.load_sweep()
+    assert len(sweep["seeds"]) >= 10
+    for recipe in sweep["recipes"]:
+        for arm in ("own W_U", "tied"):
+            runs = [r for r in sweep["runs"] if r["recipe"] == recipe and r["arm"] == arm]
+            assert sorted(r["seed"] for r in runs) == sweep["seeds"], (recipe, arm)
+            assert all(len(r["history"]) == sweep["steps"] + 1 for r in runs)
+
+
+@pytest.mark.parametrize("seed, arm, recipe", [(3, "own W_U", "constant lr"),
+                                               (1, "tied", "warmup + decay + clipping")])
+def test_the_stored_sweep_is_what_training_gives(seed, arm, recipe):
+    """Two of the stored runs trained again (the tool's own function) give the same numbers."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import seed_sweep
+    sweep = tm.load_sweep()
+    stored = next(r for r in sweep["runs"] if (r["seed"], r["arm"], r["recipe"]) == (seed, arm, recipe))
+    fresh = seed_sweep.one_run(tm.load_corpus(), seed, arm == "tied", recipe, sweep["steps"])
+    assert np.allclose(fresh["history"], stored["history"], atol=2e-4)
+    for key in ("p_roof_cat", "p_roof_dog", "heldout"):
+        assert fresh[key] == pytest.approx(stored[key], abs=2e-4), key

@@ -1,6 +1,9 @@
 """Lab 08, Training: the live loss curve, the finished curves, and the lab's exercises.
 """
+import html
+
 import ipywidgets as widgets
+import matplotlib.pyplot as plt
 import numpy as np
 
 import toy_model as _model
@@ -27,10 +30,20 @@ def loss_axes(ax, steps, title):
 
 def train_live(corpus, steps=200, every=10, **options):
     """w-train: tm.train(corpus, steps, **options) drawing its loss curve as it goes, with
-    a progress line. Returns what train returns: (trained params, loss history)."""
+    a progress line. Returns what train returns: (trained params, loss history). The
+    stored output (the notebook's picture of the widget) is the finished curve.
+
+    Bad settings, and a run that diverges, get their sentence in the progress line; the
+    curve then shows the run up to where it stopped, and (None, the losses so far) is
+    returned."""
     from IPython.display import display
+    try:
+        every, problem = _every(every), None
+    except ValueError as err:
+        every, problem = 1, str(err)
     fig, ax = live_figure("train", 7.2, 3.2)
-    loss_axes(ax, steps, "Training the toy from random weights")
+    loss_axes(ax, steps if isinstance(steps, int) and steps > 0 else 1,
+              "Training the toy from random weights")
     line, = ax.plot([], [], color=BLUE, linewidth=2, label="loss of the model being trained")
     ax.legend(loc="upper right")
     freeze_layout(fig)
@@ -39,10 +52,13 @@ def train_live(corpus, steps=200, every=10, **options):
     root = panel("train", progress, fig.canvas)
     root.line, root.progress = line, progress
     train_live.panel = root                             # the last one shown, for tests
-    display(root)
+    handle = display(root, display_id=True)
     _canvas_ready(fig.canvas)
     fig.canvas.draw()                                   # the axes once; then only the line
     losses = []
+    if problem is not None:
+        progress.value = html.escape(problem)
+        return None, losses
 
     def on_step(step, loss):
         losses.append(loss)
@@ -51,12 +67,27 @@ def train_live(corpus, steps=200, every=10, **options):
             progress.value = f"step {step} of {steps} · loss {fmt(loss)} nats"
             redraw(fig)
 
-    params, history = _model.train(corpus, steps=steps, callback=on_step, **options)
-    line.set_data(range(len(history)), history)
-    progress.value = (f"done: {steps} steps · loss {fmt(history[0])} → {fmt(history[-1])} nats "
-                      f"(uniform guess {fmt(np.log(len(VOCAB)))})")
+    try:
+        params, history = _model.train(corpus, steps=steps, callback=on_step, **options)
+    except ValueError as err:                           # bad settings, or divergence
+        params, history = None, losses
+        progress.value = html.escape(str(err))
+    else:
+        progress.value = (f"done: {steps} steps · loss {fmt(history[0])} → {fmt(history[-1])} "
+                          f"nats (uniform guess {fmt(np.log(len(VOCAB)))})")
+    shown = [h for h in history if np.isfinite(h)]
+    line.set_data(range(len(shown)), shown)
     redraw(fig)
+    if handle is not None:
+        handle.update(root)                             # the stored picture: the finished curve
     return params, history
+
+
+def _every(every):
+    if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1:
+        raise ValueError(f"every (how many steps between redraws) must be a whole number, 1 or "
+                         f"more, not {every!r}.")
+    return int(every)
 
 
 def loss_curves(histories, title="Loss during training"):
@@ -173,3 +204,218 @@ number_exercise(
         f"{_best_split()}. The loss over those cases, a sum of count × (−ln p) over the tokens, is "
         "smallest when each p equals its token's share of the count. A model trained on the "
         "corpus moves towards these frequencies; no model can do better than them."))
+
+
+def recipe_curves(sweep, bounds=()):
+    """One panel per training recipe of a seed sweep (tm.load_sweep()): every run's loss
+    curve, own W_U in blue and tied in orange, on a log scale so that the end of training
+    and a sudden jump both show. bounds: (value, label) pairs drawn as dashed lines."""
+    recipes = sweep["recipes"]
+    fig, _ = new_figure(7.2, 4.6)
+    fig.clear()
+    axes = fig.subplots(2, (len(recipes) + 1) // 2, sharex=True, sharey=True, squeeze=False).ravel()
+    colors = {"own W_U": BLUE, "tied": ORANGE}
+    for ax, recipe in zip(axes, recipes):
+        for run in sweep["runs"]:
+            if run["recipe"] == recipe:
+                ax.plot(run["history"], color=colors[run["arm"]], linewidth=0.8, alpha=0.6)
+        for (value, _), style in zip(bounds, ["--", ":"]):
+            ax.axhline(value, color=GREY, linestyle=style, linewidth=1)
+        ax.set_yscale("log")
+        ax.set_ylim(0.25, 4)
+        ax.set_yticks([0.3, 0.5, 1, 2, 3], ["0.3", "0.5", "1", "2", "3"])
+        ax.minorticks_off()
+        ax.set_title(recipe, fontsize=10)
+    for ax in axes[len(recipes):]:
+        ax.set_visible(False)
+    for ax in axes[-2:]:
+        ax.set_xlabel("training step")
+    for ax in axes[::2]:
+        ax.set_ylabel("loss (nats)")
+    handles = [plt.Line2D([], [], color=c, label=f"{arm} ({len(sweep['seeds'])} seeds)")
+               for arm, c in colors.items()]
+    handles += [plt.Line2D([], [], color=GREY, linestyle=style, label=label)
+                for (_, label), style in zip(bounds, ["--", ":"])]
+    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8)
+    static(fig)
+
+
+# --- Write the backward passes yourself ---------------------------------------------
+# Each is checked against finite differences of the forward function on random inputs:
+# the reference below measures the gradient of sum(dout * forward(x)) entry by entry, so
+# a learner's function is right when it agrees with a measurement, not with our code.
+
+def _measured(f, x, dout, eps=1e-6):
+    """d sum(dout * f(x)) / dx by central differences, entry by entry."""
+    x = np.array(x, dtype=float)
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[i] += eps
+        down[i] -= eps
+        grad[i] = ((dout * f(up)).sum() - (dout * f(down)).sum()) / (2 * eps)
+    return grad
+
+
+def _softmax_cases():
+    rng = np.random.default_rng(85)
+    scores = [rng.normal(0, 1, (4, 4)), rng.normal(0, 1.5, (1, 5)), rng.normal(0, 2, (2, 3, 6))]
+    masked = rng.normal(0, 1, (4, 4))
+    masked[np.triu_indices(4, 1)] = -np.inf                 # a causal mask: p = 0 above
+    return [(f"scores of shape {s.shape}", (rng.normal(size=s.shape), _model.softmax(s)))
+            for s in scores + [masked]]
+
+
+def _softmax_measured(dout, p):
+    scores = np.log(np.where(p > 0, p, 1.0))                # softmax(log p) = p on each row
+    free = p > 0                                            # masked scores stay -infinity
+    grad = _measured(lambda s: _model.softmax(np.where(free, s, -np.inf)), scores, dout)
+    return np.where(free, grad, 0.0)
+
+
+code_exercise(
+    "08.5", "Write `softmax_backward(dp, p)`: p = softmax(s) row by row (the last axis), and "
+            "dp is the gradient of the loss with respect to p. Return ds, the gradient with "
+            "respect to the scores s (p's shape). It is checked against finite differences on "
+            "random scores, masked ones included.",
+    reference=_softmax_measured, cases=_softmax_cases,
+    mistakes=[(lambda dp, p: dp * p, "p_j moves with every score of its row, not only its own: "
+               "subtract the row's sum of p · dp from dp before multiplying by p."),
+              (lambda dp, p: dp * p * (1 - p), "that is only the diagonal of the Jacobian, "
+               "∂p_j/∂s_j = p_j (1 − p_j); the other scores of the row move p_j too."),
+              (lambda dp, p: dp - (dp * p).sum(axis=-1, keepdims=True),
+               "multiply by p at the end: a score moves its own p_j in proportion to p_j."),
+              (lambda dp, p: p * (dp - (dp * p).sum(axis=0, keepdims=True)),
+               "the sum runs along each row (axis=-1, keepdims=True), the axis softmax normalised.")],
+    solution='''def softmax_backward(dp, p):
+    # dp_j/ds_k = p_j (1[j = k] - p_k), so ds_k = sum_j dp_j p_j (1[j = k] - p_k)
+    return p * (dp - (dp * p).sum(axis=-1, keepdims=True))''')
+
+
+def _ln_cases():
+    rng = np.random.default_rng(86)
+    return [("one row [0, 2, 2, 8] with g = 1", (rng.normal(size=(1, 4)), np.array([[0., 2, 2, 8]]),
+                                                 np.ones(4))),
+            ("5 rows of 4, g random", (rng.normal(size=(5, 4)), rng.normal(size=(5, 4)),
+                                       rng.uniform(0.5, 1.5, 4))),
+            ("2 texts of 3 rows of 6", (rng.normal(size=(2, 3, 6)), rng.normal(0, 3, (2, 3, 6)),
+                                        rng.uniform(0.5, 1.5, 6)))]
+
+
+def _ln_measured(dout, x, g):
+    return _measured(lambda v: _model.layer_norm(v, g, 0.0), x, dout)
+
+
+def _ln_parts(x, eps=1e-5):
+    std = np.sqrt(x.var(axis=-1, keepdims=True) + eps)
+    return (x - x.mean(axis=-1, keepdims=True)) / std, std
+
+
+def _ln_no_std_term(dout, x, g):
+    xhat, std = _ln_parts(x)
+    dxhat = dout * g
+    return (dxhat - dxhat.mean(axis=-1, keepdims=True)) / std
+
+
+code_exercise(
+    "08.6", "Write `layer_norm_backward(dout, x, g)`: out = g · x̂ + b with x̂ = (x − mean) / std "
+            "row by row and std = sqrt(var + 1e-5), as in the forward pass. Return dx, the "
+            "gradient with respect to x (x's shape). It is checked against finite differences.",
+    reference=_ln_measured, cases=_ln_cases,
+    mistakes=[(lambda dout, x, g: dout * g / _ln_parts(x)[1],
+               "moving one entry also moves its row's mean and std: subtract the row's mean of "
+               "dx̂ and x̂ times the mean of dx̂ · x̂ before dividing by std."),
+              (_ln_no_std_term, "the mean is taken care of; the std moves too: subtract also "
+               "x̂ times the row's mean of dx̂ · x̂."),
+              (lambda dout, x, g: _model.layer_norm_backward(dout, x, np.ones_like(g))[0],
+               "the gain g multiplies x̂ on the way forward, so dx̂ = dout · g."),
+              (lambda dout, x, g: _model.layer_norm_backward(dout, x, g, eps=0.0)[0],
+               "use std = sqrt(var + 1e-5), with the forward pass's 1e-5.")],
+    solution='''def layer_norm_backward(dout, x, g, eps=1e-5):
+    std = np.sqrt(x.var(axis=-1, keepdims=True) + eps)
+    xhat = (x - x.mean(axis=-1, keepdims=True)) / std
+    dxhat = dout * g
+    return (dxhat - dxhat.mean(axis=-1, keepdims=True)
+            - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True)) / std''')
+
+
+def _attention_cases():
+    rng = np.random.default_rng(87)
+    return [(f"{n} positions, d_head = {d}", tuple(rng.normal(size=(n, d)) for _ in range(4)))
+            for n, d in [(3, 2), (5, 2), (4, 3)]]
+
+
+def _attention_measured(dout, q, k, v):
+    return tuple(_measured(lambda m, i=i: _model.attention(*[m if j == i else a
+                                                              for j, a in enumerate((q, k, v))]),
+                           arg, dout)
+                 for i, arg in enumerate((q, k, v)))
+
+
+def _attention_mistake(dout, q, k, v, scale=True, transpose_a=True, transpose_ds=True):
+    trace = {}
+    _model.attention(q, k, v, trace=trace)
+    a = trace["weights"]
+    dscores = _model.softmax_backward(dout @ v.T, a) / (np.sqrt(q.shape[-1]) if scale else 1)
+    return dscores @ k, (dscores.T if transpose_ds else dscores) @ q, (a.T if transpose_a else a) @ dout
+
+
+code_exercise(
+    "08.7", "Write `attention_backward(dout, q, k, v)` for one causal head, out = A v with "
+            "A = softmax(q kᵀ / sqrt(d_head), masked). Return (dq, dk, dv). Run the forward pass "
+            "inside with `trace = {}; tm.attention(q, k, v, trace=trace)` to get A = "
+            "trace[\"weights\"], and use `tm.softmax_backward` (or yours). Checked against "
+            "finite differences.",
+    reference=_attention_measured, cases=_attention_cases,
+    mistakes=[(lambda *a: _attention_mistake(*a, scale=False),
+               "the scores were divided by sqrt(d_head) on the way forward: so are their gradients."),
+              (lambda *a: _attention_mistake(*a, transpose_a=False),
+               "dv = Aᵀ dout: each v row collects from every query that looked at it (the transpose)."),
+              (lambda *a: _attention_mistake(*a, transpose_ds=False),
+               "dk = dsᵀ q / sqrt(d_head): score s_ij = q_i · k_j / sqrt(d_head), so k_j collects "
+               "from column j of ds (the transpose).")],
+    solution='''def attention_backward(dout, q, k, v):
+    trace = {}
+    tm.attention(q, k, v, trace=trace)
+    A = trace["weights"]                      # [n, n], 0 above the diagonal
+    dA, dv = dout @ v.T, A.T @ dout           # out = A v
+    ds = tm.softmax_backward(dA, A) / np.sqrt(q.shape[-1])   # 0 where masked
+    return ds @ k, ds.T @ q, dv               # scores = q k^T / sqrt(d_head)''')
+
+
+_FD_WEIGHT, _FD_INDEX = "blocks.0.ln_2.g", (1,)
+
+
+def _fd_grad():
+    ids, targets, _ = _example()
+    return float(_model.get_weight(_model.loss_and_grads(ids, targets)[1], _FD_WEIGHT)[_FD_INDEX])
+
+
+def _one_sided(eps=1e-4):
+    ids, targets, _ = _example()
+    w = np.array(_model.get_weight(PARAMS, _FD_WEIGHT))
+    w[_FD_INDEX] += eps
+    up = _model.cross_entropy(forward(ids, _model.replace_weight(PARAMS, _FD_WEIGHT, w)), targets)
+    return (up - _model.cross_entropy(forward(ids), targets)) / eps
+
+
+number_exercise(
+    "08.8", f"Check a gradient yourself. Measure d loss / d {_FD_WEIGHT}[1] (the second gain of "
+            "the block's second LayerNorm) on the example, by a central difference with "
+            "ε = 1e-4: build the nudged weights with `tm.replace_weight`, grade them with "
+            "`tm.cross_entropy(tm.forward(ids, params), targets)`, and compute "
+            "(L(w + ε) − L(w − ε)) / 2ε (not with tm.finite_difference).",
+    answer=_fd_grad, decimals=4,
+    hints=lambda: [(-_fd_grad(), "Check the sign: L(w + ε) comes first."),
+                   (2 * _fd_grad(), "Divide by 2ε: the two nudges are 2ε apart."),
+                   (_fd_grad() / 2, "Divide by 2ε, not multiply by 2: the two nudges are 2ε apart."),
+                   (0.0, "A zero change means the nudge did not reach the weight: nudge a "
+                    "copy of the array (w = np.array(...)) and pass it to replace_weight.")],
+    solution=lambda: (
+        f"`w = np.array(tm.get_weight(tm.PARAMS, '{_FD_WEIGHT}'))`, then `w[1] += 1e-4` for the "
+        "up version and `w[1] -= 1e-4` (on a fresh copy) for the down one; each goes into "
+        "`tm.replace_weight`, and `tm.cross_entropy(tm.forward(ids, params), targets)` grades "
+        f"it. The central difference is {_fd_grad():.4f}, the same as backpropagation's "
+        f"{_fd_grad():.6f} to every decimal shown: its error is about ε², 1e-8. A one-sided "
+        f"difference, (L(w + ε) − L(w)) / ε, gives {_one_sided():.6f}, off by about ε times "
+        "the curvature."))

@@ -1,0 +1,162 @@
+"""Lab 08's write-it-yourself exercises and its notebook: answers written as a learner
+would (not the course's code) pass, typical mistakes get their sentence, the finite
+difference by hand gives the checker's answer, the prose quotes what the code computes,
+and the stored live curve is the finished run, not empty axes.
+
+(tests/test_exercises.py runs every exercise's worked solution and listed mistakes too.)
+"""
+import base64
+import io
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import toy_model as tm
+import toy_widgets as tw
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "notebooks" / "08_training.ipynb"
+
+
+# --- 08.5 softmax's backward -------------------------------------------------------------
+
+def softmax_backward_by_jacobian(dp, p):
+    """A learner's honest long way: build each row's Jacobian p_j (δ_jk − p_k)."""
+    flat_p, flat_dp = p.reshape(-1, p.shape[-1]), dp.reshape(-1, p.shape[-1])
+    rows = [(np.diag(r) - np.outer(r, r)).T @ d for r, d in zip(flat_p, flat_dp)]
+    return np.array(rows).reshape(p.shape)
+
+
+def test_softmax_backward_written_another_way_passes():
+    ok, message = tw.answer_code("08.5", softmax_backward_by_jacobian)
+    assert ok is True, message
+
+
+@pytest.mark.parametrize("wrong, words", [
+    (lambda dp, p: dp * p, "subtract the row's sum"),
+    (lambda dp, p: dp * p * (1 - p), "only the diagonal"),
+    (lambda dp, p: p * (dp - (dp * p).sum(axis=0, keepdims=True)), "along each row"),
+    (lambda dp, p: p * (dp - (dp * p).sum()), "Not yet, on scores of shape (4, 4)"),   # a sum over everything
+])
+def test_softmax_backward_mistakes_get_their_sentence(wrong, words):
+    ok, message = tw.answer_code("08.5", wrong)
+    assert ok is False and words in message
+
+
+# --- 08.6 LayerNorm's backward -------------------------------------------------------------
+
+def layer_norm_backward_by_jacobian(dout, x, g):
+    """Straight from ∂x̂_i/∂x_j = (δ_ij − 1/d − x̂_i x̂_j / d) / σ, row by row."""
+    d = x.shape[-1]
+    out = np.empty_like(x)
+    for i in np.ndindex(x.shape[:-1]):
+        row = x[i]
+        sigma = np.sqrt(row.var() + 1e-5)
+        xhat = (row - row.mean()) / sigma
+        jac = (np.eye(d) - 1 / d - np.outer(xhat, xhat) / d) / sigma
+        out[i] = jac.T @ (dout[i] * g)
+    return out
+
+
+def test_layer_norm_backward_written_another_way_passes():
+    ok, message = tw.answer_code("08.6", layer_norm_backward_by_jacobian)
+    assert ok is True, message
+
+
+@pytest.mark.parametrize("wrong, words", [
+    (lambda dout, x, g: dout * g / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5), "moves its row's mean and std"),
+    (lambda dout, x, g: tm.layer_norm_backward(dout, x, g, eps=0.0)[0], "1e-5"),
+    (lambda dout, x, g: tm.layer_norm_backward(dout, x, np.ones_like(g))[0], "dx̂ = dout · g"),
+    (lambda dout, x, g: tm.layer_norm_backward(dout, x, g), "parts of different shapes"),  # (dx, dg, db)
+])
+def test_layer_norm_backward_mistakes_get_their_sentence(wrong, words):
+    ok, message = tw.answer_code("08.6", wrong)
+    assert ok is False and words in message, message
+
+
+# --- 08.7 one head backwards -------------------------------------------------------------------
+
+def test_attention_backward_from_the_library_passes_and_a_missing_mask_fails():
+    ok, message = tw.answer_code("08.7", lambda dout, q, k, v: tm.attention_backward(dout, q, k, v))
+    assert ok is True, message
+    ok, _ = tw.answer_code("08.7", lambda dout, q, k, v: tm.attention_backward(dout, q, k, v, mask=False))
+    assert ok is False
+
+
+def test_the_reference_is_a_measurement_not_the_courses_backward():
+    """Plant a bug in the course's own softmax_backward: the checker must still accept a
+    right answer, since it compares with finite differences of the forward pass."""
+    import toy_train
+    right = toy_train.softmax_backward
+    try:
+        toy_train.softmax_backward = lambda dout, p: dout * p
+        ok, _ = tw.answer_code("08.5", softmax_backward_by_jacobian)
+    finally:
+        toy_train.softmax_backward = right
+    assert ok is True
+
+
+# --- 08.8 a finite difference by hand ----------------------------------------------------------
+
+def test_a_central_difference_by_hand_is_the_right_answer():
+    ids = tm.encode("the cat climbed the")
+    targets = ids[1:] + [tm.VOCAB.index(" roof")]
+    losses = []
+    for sign in (1, -1):
+        w = np.array(tm.get_weight(tm.PARAMS, "blocks.0.ln_2.g"))
+        w[1] += sign * 1e-4
+        losses.append(tm.cross_entropy(tm.forward(ids, tm.replace_weight(tm.PARAMS, "blocks.0.ln_2.g", w)), targets))
+    measured = (losses[0] - losses[1]) / 2e-4
+    box = tm.exercise("08.8")
+    assert box.try_answer(f"{measured:.4f}").startswith("Right")
+    assert "Divide by 2ε" in box.try_answer(f"{(losses[0] - losses[1]) / 1e-4:.4f}")
+    assert "sign" in box.try_answer(f"{-measured:.4f}")
+    assert "did not reach the weight" in box.try_answer("0")
+
+
+# --- The notebook -----------------------------------------------------------------------------
+
+def notebook():
+    return json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+
+
+def outputs_of(cell):
+    return "".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
+                   for o in cell.get("outputs", []))
+
+
+def test_the_stored_training_curve_is_the_finished_run():
+    """The live curve's stored picture shows the whole run: many pixels of the line's blue."""
+    from matplotlib.image import imread
+    cell = next(c for c in notebook()["cells"] if "tm.train_live(" in "".join(c["source"]))
+    (out,) = [o for o in cell["outputs"] if "image/png" in o.get("data", {})]
+    image = imread(io.BytesIO(base64.b64decode(out["data"]["image/png"])))[..., :3]
+    blue = np.all(np.abs(image - np.array([0x00, 0x72, 0xB2]) / 255) < 0.08, axis=-1)
+    assert blue.sum() > 600, f"only {blue.sum()} pixels of the curve's blue: empty axes?"
+
+
+# Sentences of the lab whose figure must be one particular computed value (as CLAIMS in
+# tests/test_notebooks.py): (the sentence with {} for the figure, the code that computes it).
+def _sweep_tied_final():
+    runs = [r for r in tm.load_sweep()["runs"] if r["arm"] == "tied"]
+    return runs
+
+
+CLAIMS = [
+    ("the fresh model is confidently wrong", None),
+]
+
+
+def test_prose_numbers_of_the_lab_are_the_computed_ones():
+    prose = "\n".join("".join(c["source"]) for c in notebook()["cells"] if c["cell_type"] == "markdown")
+    corpus = tm.load_corpus()
+    counts = {t: tm.next_token_counts(corpus, tm.encode(t)) for t in ["the cat climbed the", "the dog climbed the"]}
+    cat = counts["the cat climbed the"]
+    assert f"␣roof {cat[tm.VOCAB.index(' roof')]} times out of {cat.sum()}" in prose
+    assert f"p(␣roof) = {cat[tm.VOCAB.index(' roof')]}/{cat.sum()}" in prose
+    assert f"on {len(corpus)} sentences" in prose
+    n = sum(tm.get_weight(tm.PARAMS, w).size for w in tm.weight_names(tm.PARAMS))
+    assert f"all {n} numbers as one vector" in prose
