@@ -612,3 +612,17 @@ def time_generation(ids, params, n_head, n_new, cache):
     start = time.perf_counter()
     steps = generate(ids, params=params, n_head=n_head, max_new=n_new, eot=None, cache=cache)
     return time.perf_counter() - start, len(steps)
+
+
+def tokenizers_merges(text, n_merges):
+    """The first n_merges merges Hugging Face's BpeTrainer learns from text, byte-level as
+    GPT-2's (the `tokenizers` package, Rust): to compare with train_bpe's."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(vocab_size=256 + _count(n_merges, "n_merges", low=0),
+                                  show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator([text], trainer)
+    merges = json.loads(tok.to_str())["model"]["merges"]
+    return [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in merges]

@@ -152,15 +152,8 @@ def test_a_cut_character_decodes_to_the_replacement_mark(gpt2):
 # --- How merges are learned ------------------------------------------------------------
 
 def trained_by_tokenizers(text, n_merges):
-    tokenizers = pytest.importorskip("tokenizers")
-    from tokenizers import models, pre_tokenizers, trainers
-    tok = tokenizers.Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    trainer = trainers.BpeTrainer(vocab_size=256 + n_merges, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator([text], trainer)
-    merges = json.loads(tok.to_str())["model"]["merges"]
-    return [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in merges]
+    pytest.importorskip("tokenizers")
+    return tm.tokenizers_merges(text, n_merges)
 
 
 def words_of(text):

@@ -14,15 +14,19 @@ from .exercises import code_exercise, count_exercise, number_exercise
 
 
 LAB_MAX_TOKENS = 12                                  # a longer text makes an unreadable map
+LAB_MAX_CHARS = 200                                  # checked before the text is tokenized
 
 
 def lab_attention(lab, text="the cat climbed the"):
     """A loaded checkpoint's attention (lab = load_gpt2(folder)): pick a layer and a head
     with the sliders, type a text and press Enter; the heat map shows that head's weights,
-    one row per token looking, one column per token looked at."""
+    one row per token looking, one column per token looked at. A model of one block has
+    no layer to pick: its layer slider is hidden."""
     blocks, n_head = lab["params"]["blocks"], lab["n_head"]
     fig, ax = live_figure("lab-attention", 6.4, 4.8)
     layer_box = widgets.IntSlider(value=1, min=1, max=len(blocks), description="layer")
+    if len(blocks) == 1:
+        layer_box.layout.display = "none"
     head_box = widgets.IntSlider(value=1, min=1, max=n_head, description="head")
     text_box = widgets.Text(value=text, description="text", continuous_update=False,
                             layout=widgets.Layout(width="30em"))
@@ -30,6 +34,9 @@ def lab_attention(lab, text="the cat climbed the"):
     state = WidgetState(text=None, trace=None, tokens=None, layer=0, head=0)
 
     def read(new_text):
+        if len(new_text) > LAB_MAX_CHARS:
+            raise ValueError(f"The text has {len(new_text):,} characters: type at most "
+                             f"{LAB_MAX_TOKENS} tokens (a few words).")
         ids = lab["encode"](new_text)
         if not 0 < len(ids) <= LAB_MAX_TOKENS:
             raise ValueError(f"The text has {len(ids)} tokens: type 1 to {LAB_MAX_TOKENS}, "
@@ -119,8 +126,11 @@ count_exercise(
         f"Step 1 runs the 5 prompt positions, step 2 runs 6, ..., step 20 runs 24: "
         f"5 + 6 + ... + 24 = {_positions(5, 20, cache=False)}. With the KV cache the prompt runs "
         f"once and each later step runs only its new token: 5 + 19 = {_positions(5, 20, cache=True)}."
-        "\n\nEach position run costs about 2 multiplications and additions per weight, whatever the "
-        "weights are; the cache saves recomputing the positions already run."))
+        "\n\nEach position run costs about 2 operations per weight (a multiplication and an "
+        "addition), whatever the weights are; the cache saves recomputing the positions already "
+        "run. Reading the weights from memory is another cost: a forward pass reads them once, "
+        "however many positions it runs, and a cached step is one read of the weights for one "
+        "position."))
 
 
 number_exercise(
@@ -132,3 +142,106 @@ number_exercise(
     solution=lambda: (
         f"Each p is 1/50,257, so the loss is -ln(1/50,257) = ln 50,257 = {fmt(np.log(50257))} "
         "nats, at every position. A trained model's loss below that figure is what it learned."))
+
+
+# Exercise 09.4: the BPE training loop. The reference is the module's train_bpe, whose
+# rule for ties ("first": the pair counted first) is what a learner's max() gives.
+
+def _train_once_per_word(words, n_merges):
+    return _model.train_bpe(list(dict.fromkeys(words)), n_merges)
+
+
+def _train_first_occurrence_only(words, n_merges):
+    words, merges = [tuple(w) for w in words], []
+    for _ in range(n_merges):
+        counts = {}
+        for word in words:
+            for pair in zip(word, word[1:]):
+                counts[pair] = counts.get(pair, 0) + 1
+        if not counts:
+            break
+        best = max(counts, key=counts.get)
+        merges.append(best)
+        merged = []
+        for word in words:
+            at = next((i for i, pair in enumerate(zip(word, word[1:])) if pair == best), None)
+            merged.append(word if at is None else word[:at] + (word[at] + word[at + 1],) + word[at + 2:])
+        words = merged
+    return merges
+
+
+def _train_last_of_ties(words, n_merges):
+    words, merges = [tuple(w) for w in words], []
+    for _ in range(n_merges):
+        counts = {}
+        for word in words:
+            for pair in zip(word, word[1:]):
+                counts[pair] = counts.get(pair, 0) + 1
+        if not counts:
+            break
+        best = max(reversed(list(counts)), key=counts.get)
+        merges.append(best)
+        words = [_model.merge_pair(word, best) for word in words]
+    return merges
+
+
+def _train_across_words(words, n_merges):
+    return _model.train_bpe(["".join(words)], n_merges)
+
+
+_BPE_WORDS = ["low"] * 5 + ["lower"] * 2 + ["newest"] * 6 + ["widest"] * 3
+
+
+def _bpe_cases():
+    from pathlib import Path
+    corpus = (Path(__file__).resolve().parents[1] / "data" / "corpus.txt").read_text(encoding="utf-8")
+    course = [_model.byte_chars(w) for w in _model.pre_split(corpus)]
+    return [("low ×5, lower ×2, newest ×6, widest ×3, 4 merges", (_BPE_WORDS, 4)),
+            ("the words of data/corpus.txt, 12 merges", (course, 12)),
+            ("['aaaa'], 3 merges (only 2 are possible)", (["aaaa"], 3)),
+            ("['banana', 'bandana'], 5 merges", (["banana", "bandana"], 5))]
+
+
+code_exercise(
+    "09.4", "Write `train_bpe(words, n_merges)`: start from each word as its single characters; "
+            "count every pair of neighbours in every word (a word listed 5 times counts 5 times); "
+            "append the most frequent pair to the merges (when two are equally frequent, the one "
+            "counted first) and glue it wherever it occurs, left to right; repeat n_merges times, "
+            "or until no word has two pieces left. Return the merges, a list of pairs.",
+    reference=lambda words, n: _model.train_bpe(list(words), n),
+    cases=_bpe_cases,
+    mistakes=[(_train_once_per_word, "count a word as often as it is listed: a word seen 5 "
+               "times adds 5 to each of its pairs."),
+              (_train_first_occurrence_only, "glue every occurrence of the chosen pair in a word, "
+               "left to right, not only the first."),
+              (_train_last_of_ties, "of two equally frequent pairs, take the one counted first "
+               "(max() over a dict filled in order does)."),
+              (_train_across_words, "count pairs inside each word only: a merge never joins the "
+               "end of one word to the start of the next.")],
+    solution="""def train_bpe(words, n_merges):
+    words = [tuple(w) for w in words]          # each word as its pieces: characters at first
+    merges = []
+    for _ in range(n_merges):
+        counts = {}                            # pair -> how often it occurs, in order seen
+        for word in words:
+            for pair in zip(word, word[1:]):
+                counts[pair] = counts.get(pair, 0) + 1
+        if not counts:                         # every word is one piece: nothing to merge
+            break
+        best = max(counts, key=counts.get)     # the most frequent; of equals, the first seen
+        merges.append(best)
+        glued = []
+        for word in words:                     # glue best wherever it occurs, left to right
+            out, i = [], 0
+            while i < len(word):
+                if word[i:i + 2] == best:
+                    out.append(word[i] + word[i + 1])
+                    i += 2
+                else:
+                    out.append(word[i])
+                    i += 1
+            glued.append(tuple(out))
+        words = glued
+    return merges
+
+# On low ×5, lower ×2, newest ×6, widest ×3: (e, s), (es, t), (l, o), (lo, w).""")
