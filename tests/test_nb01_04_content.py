@@ -1,0 +1,284 @@
+"""Notebooks 01-04: what their prose points at is on the stored page, what it claims holds,
+and the write-it-yourself exercise 04.5 (split into heads, attend, concatenate).
+
+- 02: the rows of X drawn as rings over the embeddings, in a stored figure of the section
+  that describes them (the widget's own picture shows them off);
+- 04: the mask-off state of both heads in a stored figure; hiding the future before the
+  softmax is the same as zeroing after it and renormalising, and zeroing alone leaves rows
+  that do not add up to 1; one head of size 4 follows the louder of the two questions;
+- 04.5 is checked against the model's own multi-head attention, which an independent
+  reshape-and-softmax version agrees with; typical mistakes get their sentences;
+- 01-04: the full stop token is never a bare dot in a sentence; the tokenizer says when the
+  box is empty, and the prose says when to press Enter.
+"""
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+import toy_model as tm
+import toy_widgets as tw
+from widget_tools import press_enter
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+TEXT = "the cat climbed the"
+
+
+def cells(name):
+    return json.loads((NOTEBOOKS / f"{name}.ipynb").read_text(encoding="utf-8"))["cells"]
+
+
+def source(cell):
+    return "".join(cell["source"])
+
+
+def sections(name):
+    """The notebook's cells cut into sections at each `## ` heading."""
+    parts = [[]]
+    for cell in cells(name):
+        if cell["cell_type"] == "markdown" and source(cell).startswith("## "):
+            parts.append([])
+        parts[-1].append(cell)
+    return parts
+
+
+def section_with(name, words):
+    (found,) = [s for s in sections(name) if any(words in source(c) for c in s)]
+    return found
+
+
+def pictures(cells_):
+    return [c for c in cells_ for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
+
+
+# --- 02: the rings are pictured where the prose describes them -----------------------
+
+def test_02_the_section_that_describes_the_rings_stores_them_in_a_picture():
+    section = section_with("02_embeddings", "Orange-red rings")
+    drawn = pictures(section)
+    assert drawn and all("rows_of=" in source(c) for c in drawn), "a stored figure with the rings"
+    text = next(source(c) for c in section if "Orange-red rings" in source(c))
+    assert next(i for i, c in enumerate(section) if c in drawn) > section.index(
+        next(c for c in section if "Orange-red rings" in source(c))), text[:40]
+
+
+def test_02_the_rings_are_the_rows_of_x_labelled_position_and_token():
+    fig, ax = tm.new_figure(6.0, 4.6)
+    tm.embedding_scatter_plot(ax, dx=1, dy=3, rows_of=TEXT)
+    dots, rings = ax.collections
+    x = tm.run(TEXT)["x"]
+    np.testing.assert_array_equal(rings.get_offsets(), x[:, [1, 3]])
+    np.testing.assert_array_equal(dots.get_offsets(), tm.PARAMS["wte"][:, [1, 3]])
+    labels = [t.get_text() for t in ax.texts if t.get_text()]
+    for n, token in enumerate(tm.run(TEXT)["tokens"], start=1):
+        assert any(f"{n}: {token}" in label for label in labels), (n, token)
+    # what the prose says of the picture: only row 1 is off its token's dot, and along d2
+    ids = tm.encode(TEXT)
+    moved = np.flatnonzero(np.any(x != tm.PARAMS["wte"][ids], axis=1))
+    assert list(moved) == [0]
+    assert list(np.flatnonzero(x[0] != tm.PARAMS["wte"][ids[0]])) == [1]
+    # the legend and the labels are readable: nothing overlaps
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in ax.texts if t.get_text()]
+    legend = ax.get_legend().get_window_extent(renderer)
+    assert not any(b.overlaps(legend) for b in boxes)
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+def test_02_the_widget_and_the_picture_draw_the_same_rings():
+    panel = tm.embedding_scatter()
+    controls, canvas, area = panel.children
+    controls.children[2].value = True                     # add positions
+    live = canvas.figure.axes[0].collections[1]
+    fig, ax = tm.new_figure()
+    tm.embedding_scatter_plot(ax, dx=1, dy=3, rows_of=TEXT)
+    np.testing.assert_array_equal(live.get_offsets(), ax.collections[1].get_offsets())
+
+
+# --- 04: the mask off, pictured; why before the softmax; why two heads ---------------
+
+def test_04_the_try_it_section_pictures_both_heads_with_the_mask_off():
+    section = section_with("04_mask_and_heads", "tm.mask_and_heads()")
+    drawn = pictures(section)
+    assert drawn and "mask=False" in source(drawn[0])
+    assert section.index(drawn[0]) < section.index(next(c for c in section if "tm.mask_and_heads()" in source(c)))
+    fig, axes, maps = tm.heads_figure(tm.run(TEXT, mask=False))
+    for h, (a, (im, texts)) in enumerate(zip(axes, maps, strict=True)):
+        assert a.get_title().endswith("(no mask)")
+        np.testing.assert_allclose(im.get_array(), tm.run(TEXT, mask=False)["heads"][h]["weights"])
+    fig, axes, maps = tm.heads_figure(tm.run(TEXT))
+    assert not any("no mask" in a.get_title() for a in axes)
+    assert np.isnan(np.asarray(maps[0][0].get_array(), float)[0, 1]), "masked cells stay blank"
+
+
+@pytest.mark.parametrize("head", [0, 1])
+def test_04_minus_infinity_before_the_softmax_is_zeroing_after_it_and_renormalising(head):
+    n = len(tm.encode(TEXT))
+    w_open = tm.run(TEXT, mask=False)["heads"][head]["weights"]
+    zeroed = np.where(tm.causal_mask(n), w_open, 0.0)
+    masked = tm.run(TEXT)["heads"][head]["weights"]
+    np.testing.assert_allclose(zeroed / zeroed.sum(axis=1, keepdims=True), masked, atol=1e-12)
+    sums = zeroed.sum(axis=1)
+    assert np.all(sums[:-1] < 1 - 1e-3) and np.isclose(sums[-1], 1), "only the last row adds up to 1"
+
+
+def test_04_one_head_of_size_4_follows_the_louder_question():
+    r = tm.run(TEXT)
+    n = len(r["tokens"])
+    one = tm.softmax(np.where(tm.causal_mask(n), r["q"] @ r["k"].T / np.sqrt(4), -np.inf))
+    climb = r["tokens"].index("␣climb")
+    assert one[-1].argmax() == r["heads"][0]["weights"][-1].argmax() == climb
+    assert r["heads"][1]["weights"][-1].max() < 0.5 < one[-1].max()     # head 2 spreads, it does not
+    assert tm.PARAMS["blocks"][0]["attn"]["c_attn"]["w"].shape == (4, 12)   # the same weights either way
+
+
+# --- 04.5: split into heads and concatenate -------------------------------------------
+
+def independent_heads(q, k, v, n_head):
+    """Multi-head attention written differently from the model: a reshape into
+    [n_head, n, d_head], a batched product, a mask by index comparison."""
+    n, d = q.shape
+    split = [m.reshape(n, n_head, d // n_head).transpose(1, 0, 2) for m in (q, k, v)]
+    qh, kh, vh = split
+    scores = qh @ kh.transpose(0, 2, 1) / np.sqrt(d // n_head)
+    rows, cols = np.indices((n, n))
+    scores[:, cols > rows] = -np.inf
+    w = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    out = (w / w.sum(axis=-1, keepdims=True)) @ vh                     # [n_head, n, d_head]
+    return out.transpose(1, 0, 2).reshape(n, d)
+
+
+SPEC = tm.EXERCISES["04.5"]
+
+
+def test_04_5_the_model_agrees_with_an_independent_version_on_every_input():
+    cases = list(tw._now(SPEC["cases"]))
+    assert len(cases) >= 4 and {args[3] for _, args in cases} >= {1, 2, 3}
+    for label, args in cases:
+        np.testing.assert_allclose(SPEC["reference"](*args), independent_heads(*args), atol=1e-12,
+                                   err_msg=label)
+    r = tm.run(TEXT)
+    np.testing.assert_allclose(SPEC["reference"](r["q"], r["k"], r["v"], 2), r["concat"], atol=1e-12)
+
+
+def split_and_concat(q, k, v, n_head):                 # a learner's right answer, own words
+    d_head = q.shape[1] // n_head
+    parts = []
+    for h in range(n_head):
+        cols = slice(h * d_head, (h + 1) * d_head)
+        parts.append(tm.attention(q[:, cols], k[:, cols], v[:, cols]))
+    return np.concatenate(parts, axis=1)
+
+
+def unsplit(q, k, v, n_head):
+    return tm.attention(q, k, v)
+
+
+def every_other_column(q, k, v, n_head):
+    return np.hstack([tm.attention(q[:, h::n_head], k[:, h::n_head], v[:, h::n_head])
+                      for h in range(n_head)])
+
+
+def stacked(q, k, v, n_head):
+    return np.vstack([tm.attention(*(np.split(m, n_head, axis=1)[h] for m in (q, k, v)))
+                      for h in range(n_head)])
+
+
+def added(q, k, v, n_head):
+    return sum(tm.attention(*(np.split(m, n_head, axis=1)[h] for m in (q, k, v)))
+               for h in range(n_head))
+
+
+def unmasked(q, k, v, n_head):
+    return np.hstack([tm.attention(*(np.split(m, n_head, axis=1)[h] for m in (q, k, v)), mask=False)
+                      for h in range(n_head)])
+
+
+def by_rows(q, k, v, n_head):
+    return np.hstack([tm.attention(*(np.split(m, n_head, axis=0)[h] for m in (q, k, v)))
+                      for h in range(n_head)])
+
+
+def test_04_5_a_right_answer_passes():
+    ok, sentence = tw.answer_code("04.5", split_and_concat)
+    assert ok is True and sentence.startswith("Right")
+
+
+@pytest.mark.parametrize("wrong, words", [
+    (unsplit, "one head over all d columns"),
+    (every_other_column, "neighbouring columns"),
+    (stacked, "side by side (axis=-1)"),
+    (added, "not added"),
+    (unmasked, "hides the future"),
+    (by_rows, "raised ValueError"),
+])
+def test_04_5_typical_mistakes_get_their_sentence(wrong, words):
+    ok, sentence = tw.answer_code("04.5", wrong)
+    assert ok is False and words in sentence, sentence
+    assert "the toy's q, k, v" in sentence, "the first input where it differs is named"
+
+
+def test_04_5_unfinished_and_the_stored_notebook():
+    def stub(q, k, v, n_head):
+        ...
+    assert tw.answer_code("04.5", stub) == (None, tw.NOT_DONE)
+    stub_cell = next(c for c in cells("04_mask_and_heads") if source(c).startswith("def split_and_concat"))
+    assert "np.split" not in source(stub_cell) and "concatenate" not in source(stub_cell)
+    calls = [source(c).strip() for c in cells("04_mask_and_heads") if "tm.exercise(\"04.5\"" in source(c)]
+    assert calls == ['tm.exercise("04.5", split_and_concat)']
+
+
+# --- 01-04: the full stop, the tokenizer's notes --------------------------------------
+
+# the token as `.` or ".", or a dot standing alone between spaces (not a sentence's end)
+BARE_DOT = re.compile(r'`\.`|"\."|(?<![^\s(])\.(?=[\s,;:)]|$)')
+
+
+def exercise_texts(prefix):
+    for key, spec in tm.EXERCISES.items():
+        if key[:2] == prefix:
+            texts = [tw._now(spec["question"]), tw._now(spec["solution"])]
+            hints = tw._now(spec.get("hints", ()))
+            texts += list(hints.values()) if isinstance(hints, dict) else [s for _, s in hints]
+            if spec["kind"] != "code":
+                yield from ((key, t) for t in texts if isinstance(t, str))
+
+
+@pytest.mark.parametrize("name", ["01_tokens", "02_embeddings", "03_qkv", "04_mask_and_heads"])
+def test_the_full_stop_is_never_a_bare_dot_in_a_sentence(name):
+    prose = [source(c) for c in cells(name) if c["cell_type"] == "markdown"]
+    bare = [(t[:60], m.start()) for t in prose for m in BARE_DOT.finditer(t)]
+    bare += [(key, t[:60]) for key, t in exercise_texts(name[:2]) if BARE_DOT.search(t)]
+    assert not bare, bare
+
+
+def test_the_tokenizers_sentence_quotes_the_full_stop():
+    with pytest.raises(ValueError) as err:
+        tm.encode("the cat jumped")
+    assert "'.'" in str(err.value).split("It knows only")[1].split(";")[0]
+    assert not BARE_DOT.search(str(err.value))
+
+
+def test_01_an_empty_box_says_so_and_the_prose_says_when_to_press_enter():
+    panel = tm.tokenizer_widget()
+    box, chips, id_list, area = panel.children
+    box.value = ""
+    assert "box is empty" in area.value and "keep typing" not in area.value
+    press_enter(box)
+    assert "empty" in area.value and tm.VERMILION in area.value
+    box.value = "the cat jump"
+    assert "keep typing, or press Enter" in area.value
+    section = section_with("01_tokens", "tm.tokenizer_widget()")
+    assert any("**Enter**" in source(c) for c in section if c["cell_type"] == "markdown")
+
+
+def test_03_explains_the_value_without_w_o_and_names_the_gradient_where_it_is_used():
+    prose = [source(c) for c in cells("03_qkv") if c["cell_type"] == "markdown"]
+    assert not any("W_O" in p for p in prose), "W_O comes in notebook 4"
+    where = [p for p in prose if "0.899" in p]
+    assert where and "**gradient**" in where[0]
