@@ -1,11 +1,12 @@
 """How fast the course's numpy forward pass runs GPT-2 small, beside PyTorch.
 
 GPT-2 small's shapes (12 blocks, 12 heads, d = 768, 50,257 tokens, 1,024 positions) with
-random float32 weights, tied like GPT-2's; no download. It measures, with toy_model:
+random float32 weights, tied like GPT-2's (tm.gpt2_small_shapes, as lab 09 uses); no download. It measures, with toy_model:
 
 - one forward pass over 5 and over 64 tokens (all the logits, as GPT2LMHeadModel computes);
 - greedy generation of 20 tokens after a 5-token prompt, with the KV cache
-  (tm.generate_fast) and without it (every step reruns the whole context): tokens per
+  (tm.forward with a cache, as tm.generate(..., cache=True) runs it) and without it (every
+  step reruns the whole context): tokens per
   second, and the time of each new token as the context grows;
 - the memory a forward pass allocates, beside the weights' size (no copies of the weights).
 
@@ -43,25 +44,6 @@ N_NEW = 20
 PROMPT = [464, 3797, 19496, 262, 9753]            # any 5 ids below 50,257
 
 
-def gpt2_small(seed=0):
-    rng = np.random.default_rng(seed)
-
-    def w(*shape):
-        return rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02)
-
-    def lin(a, b):
-        return {"w": w(a, b), "b": w(b)}
-
-    def norm():
-        return {"g": 1 + w(768), "b": w(768)}
-    params = {"wte": w(50257, 768), "wpe": w(1024, 768), "ln_f": norm(),
-              "blocks": [{"ln_1": norm(), "attn": {"c_attn": lin(768, 2304), "c_proj": lin(768, 768)},
-                          "ln_2": norm(), "mlp": {"c_fc": lin(768, 3072), "c_proj": lin(3072, 768)}}
-                         for _ in range(12)]}
-    params["w_u"] = params["wte"].T                # tied: a view, as load_gpt2 gives
-    return params
-
-
 def timed(fn):
     start = time.perf_counter()
     fn()
@@ -97,7 +79,7 @@ def numpy_steps(params, cache):
     def step(k, state):
         ids, kv = state if state else (list(PROMPT), [])
         if cache:
-            logits = tm.forward_cached(ids[-1:] if kv else ids, kv, params, 12)
+            logits = tm.forward(ids[-1:] if kv else ids, params, 12, cache=kv)
         else:
             logits = tm.forward(ids, params, 12)
         ids.append(int(np.argmax(logits[-1])))
@@ -138,7 +120,7 @@ def main():
           f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, "
           f"numpy {np.__version__}; best of {args.repeats} runs; load average before: "
           + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
-    params = gpt2_small()
+    params = tm.gpt2_small_shapes()
     weight_bytes = 4 * tm.count_params(params)
     tracemalloc.start()
     tm.forward(list(range(64)), params, 12)
@@ -178,7 +160,7 @@ def main():
             "torch cached": lambda: generation(torch_steps(model, torch, cache=True), N_NEW),
             "torch uncached": lambda: generation(torch_steps(model, torch, cache=False), N_NEW)})
     best = best_of(contenders, args.repeats)
-    ours = report("numpy (toy_model.forward, forward_cached)", best["fwd5"][0], best["fwd64"][0],
+    ours = report("numpy (toy_model.forward, with and without its cache)", best["fwd5"][0], best["fwd64"][0],
                   best["cached"], best["uncached"])
     if torch is None:
         return

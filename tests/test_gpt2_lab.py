@@ -94,3 +94,18 @@ def test_a_pasted_long_text_is_refused_before_it_is_tokenized(tmp_path):
     assert not seen and "80,000 characters" in widget.children[4].value
     widget.children[1].value = "the \ud800 cat"
     assert "lone surrogate" in widget.children[4].value
+
+
+def test_every_printed_output_of_the_lab_names_the_model_that_made_it():
+    import json
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "09_gpt2.ipynb"
+    models = ["GPT-2's tokenizer", "GPT-2's shapes, random weights", "[the toy", "GPT-2 small",
+              "trainer"]
+    unnamed = []
+    for i, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"]):
+        for out in cell.get("outputs", []):
+            text = "".join(out.get("text", []))
+            if text and not any(m in text.splitlines()[0] for m in models):
+                unnamed.append((i, text.splitlines()[0]))
+    assert not unnamed, f"outputs whose first line names no model: {unnamed}"
