@@ -92,7 +92,7 @@ def test_02_the_rings_are_the_rows_of_x_labelled_position_and_token():
 
 def test_02_the_widget_and_the_picture_draw_the_same_rings():
     panel = tm.embedding_scatter()
-    controls, canvas, area = panel.children
+    controls, canvas, area = panel.children[:3]        # then the panel's style rule
     controls.children[2].value = True                     # add positions
     live = canvas.figure.axes[0].collections[1]
     fig, ax = tm.new_figure()
@@ -266,7 +266,7 @@ def test_the_tokenizers_sentence_quotes_the_full_stop():
 
 def test_01_an_empty_box_says_so_and_the_prose_says_when_to_press_enter():
     panel = tm.tokenizer_widget()
-    box, chips, id_list, area = panel.children
+    box, chips, id_list, area = panel.children[:4]     # then the panel's style rule
     box.value = ""
     assert "box is empty" in area.value and "keep typing" not in area.value
     press_enter(box)
