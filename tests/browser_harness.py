@@ -61,7 +61,8 @@ LAB_SETTING_OVERRIDES = {
         # Otherwise cells scrolled out of view are not in the DOM, and neither are their widgets.
         "windowingMode": "none",
     },
-    # The test runs notebooks that live in the repository: never write them back.
+    # Notebooks that live in the repository are never written back (running_lab turns
+    # autosave on, with a short interval, only for a folder of copies).
     "@jupyterlab/docmanager-extension:plugin": {"autosave": False},
     # No news or update checks (the network is closed, and their toasts can cover widgets).
     "@jupyterlab/apputils-extension:notification": {
@@ -70,6 +71,7 @@ LAB_SETTING_OVERRIDES = {
     },
 }
 
+AUTOSAVE_INTERVAL = 2  # s, for a lab of copies (JupyterLab's default is 120): a test can wait one out
 SERVER_START_TIMEOUT = 60  # s; JupyterLab on 2 cores starts in about 3 s
 KERNEL_START_TIMEOUT = 60  # s
 WIDGET_RENDER_TIMEOUT = 30  # s; after the last cell has run
@@ -132,21 +134,26 @@ class LabServer:
             body = response.read()
         return json.loads(body) if body else None
 
-    def shut_down_sessions(self) -> None:
-        """End every notebook session and its kernel, so the next notebook starts clean."""
+    def shut_down_sessions(self, path: str | None = None) -> None:
+        """End every notebook session and its kernel (or only those of the notebook at
+        `path`), so the next notebook starts clean."""
         for session in self.api("GET", "/api/sessions"):
-            self.api("DELETE", f"/api/sessions/{session['id']}")
+            if path is None or session.get("path") == path:
+                self.api("DELETE", f"/api/sessions/{session['id']}")
 
     def log_tail(self, lines: int = 40) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
 
-def _write_setting_overrides(config_dir: Path) -> None:
+def _write_setting_overrides(config_dir: Path, autosave_interval: float | None) -> None:
     # jupyterlab_server reads <config dir>/labconfig/default_setting_overrides.json.
+    overrides = json.loads(json.dumps(LAB_SETTING_OVERRIDES))
+    if autosave_interval is not None:
+        overrides["@jupyterlab/docmanager-extension:plugin"] = {
+            "autosave": True, "autosaveInterval": autosave_interval}
     labconfig = config_dir / "labconfig"
     labconfig.mkdir(parents=True)
-    (labconfig / "default_setting_overrides.json").write_text(
-        json.dumps(LAB_SETTING_OVERRIDES, indent=2))
+    (labconfig / "default_setting_overrides.json").write_text(json.dumps(overrides, indent=2))
 
 
 def _wait_until_serving(lab: LabServer) -> None:
@@ -177,8 +184,11 @@ def _stop(lab: LabServer) -> None:
 
 
 @contextlib.contextmanager
-def running_lab(root_dir: Path = REPO_ROOT) -> Iterator[LabServer]:
+def running_lab(root_dir: Path = REPO_ROOT,
+                autosave_interval: float | None = None) -> Iterator[LabServer]:
     """Start JupyterLab serving root_dir on a free loopback port; stop it on exit.
+    Autosave is off, unless autosave_interval (seconds) is given: only for a root_dir
+    whose notebooks are copies.
 
     Config, runtime, data, settings and workspace dirs are all temporary, so the run
     neither depends on nor changes the developer's own Jupyter set-up.
@@ -189,7 +199,7 @@ def running_lab(root_dir: Path = REPO_ROOT) -> Iterator[LabServer]:
         for name in ("config", "runtime", "data"):
             (tmp_path / name).mkdir()
             env[f"JUPYTER_{name.upper()}_DIR"] = str(tmp_path / name)
-        _write_setting_overrides(tmp_path / "config")
+        _write_setting_overrides(tmp_path / "config", autosave_interval)
 
         port, token = free_port(), secrets.token_hex(16)
         command = [
@@ -236,7 +246,10 @@ def running_chromium():
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
+            # Playwright hides scrollbars in headless mode; a teacher's desktop browser
+            # shows them, and they take their width from the notebook's column.
+            ignore_default_args=["--hide-scrollbars"])
         try:
             yield browser
         finally:
@@ -353,7 +366,124 @@ window.__harness = {
     }
     return parts.join(' ').replace(/\s+/g, ' ').trim();
   },
+
+  // Every frame a live plot is given, as the page draws it: a canvas with a __frames
+  // list (see recordFrames) keeps a PNG of itself after each drawImage onto it, unless
+  // it is the same picture as the one before (ipympl sends a still plot's last frame
+  // again, a second later).
+  recordFrames(root) {
+    const canvases = [...root.querySelectorAll('.jupyter-matplotlib-canvas-div canvas, canvas')]
+        .filter((c, i, all) => all.indexOf(c) === i && c.width > 0 && c.height > 0);
+    for (const c of canvases) { c.__frames = []; c.__last = c.toDataURL(); }
+    return canvases.length;
+  },
+  takeFrames(root) {
+    const frames = [];
+    for (const c of root.querySelectorAll('canvas')) {
+      if (c.__frames) { frames.push(...c.__frames); c.__frames = []; }
+    }
+    return frames;
+  },
+  stopFrames(root) {
+    for (const c of root.querySelectorAll('canvas')) delete c.__frames;
+  },
+
+  // Does each widget of the notebook fit its column? For each widget root: its width,
+  // the width of the output area it sits in, and anything inside it (a plot, a picture,
+  // a table) that reaches past the area's right edge; and whether the notebook itself
+  // scrolls sideways.
+  layout(path) {
+    const panel = this.panel(path);
+    const found = [];
+    const scroller = panel.content.node;
+    if (scroller.scrollWidth > scroller.clientWidth + 1) {
+      found.push(`the notebook scrolls sideways: ${scroller.scrollWidth} px of content ` +
+                 `in ${scroller.clientWidth} px`);
+    }
+    for (const root of panel.node.querySelectorAll('.course-widget')) {
+      const name = [...root.classList].find(c => c.startsWith('w-')) || 'widget';
+      const area = root.closest('.jp-OutputArea-output') || root.parentElement;
+      const edge = area.getBoundingClientRect().right;
+      const column = Math.round(area.clientWidth);
+      let worst = null;
+      for (const el of [root, ...root.querySelectorAll('*')]) {
+        if (!el.getClientRects().length) continue;
+        const r = el.getBoundingClientRect();
+        if (r.width === 0) continue;
+        const over = r.right - edge;
+        if (over > 1 && (!worst || over > worst.over)) {
+          worst = {over, what: el.tagName.toLowerCase() + (el.className && typeof el.className === 'string'
+                                ? '.' + el.className.split(' ')[0] : ''), width: Math.round(r.width)};
+        }
+      }
+      if (worst) {
+        found.push(`${name}: ${worst.what} (${worst.width} px wide) reaches ${Math.round(worst.over)} px ` +
+                   `past its ${column} px column`);
+      }
+      if (area.scrollWidth > area.clientWidth + 1) {
+        found.push(`${name}: its output area scrolls sideways (${area.scrollWidth} px in ${column} px)`);
+      }
+    }
+    return found;
+  },
+
+  // The smallest text of each widget, in CSS px and as shown (CSS px x devicePixelRatio),
+  // with the text it belongs to. Text inside plots is drawn in the canvas (and checked
+  // in Python); this is the widgets' own HTML text: readouts, labels, buttons, boxes.
+  textSizes(path) {
+    const panel = this.panel(path);
+    const result = [];
+    for (const root of panel.node.querySelectorAll('.course-widget')) {
+      const name = [...root.classList].find(c => c.startsWith('w-')) || 'widget';
+      let smallest = null;
+      const consider = (el, text) => {
+        if (!el || !el.getClientRects().length || !text.trim()) return;
+        if (el.closest('style, script, .jupyter-matplotlib-toolbar')) return;
+        const size = parseFloat(getComputedStyle(el).fontSize);
+        if (!smallest || size < smallest.size) smallest = {size, text: text.trim().slice(0, 60)};
+      };
+      const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+      while (walker.nextNode()) consider(walker.currentNode.parentElement, walker.currentNode.textContent);
+      for (const box of root.querySelectorAll('input[type=text], input[type=number], textarea, select')) {
+        consider(box, box.value || box.placeholder || 'box');
+      }
+      if (smallest) result.push({name, px: smallest.size, shown: smallest.size * window.devicePixelRatio,
+                                 text: smallest.text});
+    }
+    return result;
+  },
+
+  // The share of a stored picture's pixels that are coloured (neither white, grey nor
+  // black): empty axes have none; a plotted curve or bars have some.
+  colourShare(img) {
+    const c = document.createElement('canvas');
+    c.width = img.naturalWidth; c.height = img.naturalHeight;
+    const ctx = c.getContext('2d');
+    ctx.drawImage(img, 0, 0);
+    const d = ctx.getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      const hi = Math.max(d[i], d[i + 1], d[i + 2]), lo = Math.min(d[i], d[i + 1], d[i + 2]);
+      if (d[i + 3] > 0 && hi - lo > 60) n++;
+    }
+    return n / (d.length / 4);
+  },
 };
+
+// Count a live plot's frames (recordFrames above): wrap drawImage once, for every page.
+(() => {
+  const draw = CanvasRenderingContext2D.prototype.drawImage;
+  CanvasRenderingContext2D.prototype.drawImage = function (...args) {
+    const result = draw.apply(this, args);
+    const frames = this.canvas && this.canvas.__frames;
+    if (frames) {
+      const url = this.canvas.toDataURL();
+      if (this.canvas.__last !== url) frames.push(url);
+      this.canvas.__last = url;
+    }
+    return result;
+  };
+})();
 """
 
 
@@ -592,12 +722,14 @@ def widget_root(page, name: str):
     return root
 
 
-def canvas_pixels(root) -> bytes:
-    """The widget's canvases as screenshots (PNG bytes, joined): equal bytes, equal pixels."""
-    canvases = root.locator("canvas")
-    if canvases.count() == 0:
+def canvas_pixels(root) -> str:
+    """The widget's canvases as PNG data URLs, joined: equal text, equal pixels. (Read in
+    the page: a Playwright screenshot of each canvas, at every poll, costs ten times more.)"""
+    pixels = root.evaluate(
+        "(el) => [...el.querySelectorAll('canvas')].map(c => c.toDataURL()).join('|')")
+    if not pixels:
         raise AssertionError("the widget has no <canvas> (is the notebook using %matplotlib widget?)")
-    return b"".join(canvases.nth(i).screenshot() for i in range(canvases.count()))
+    return pixels
 
 
 def visible_text(root) -> str:
@@ -615,7 +747,7 @@ class InteractionFailed(Exception):
 def perform(page, interaction: Interaction, shots_prefix: Path) -> list[str]:
     """Do one interaction; return what went wrong (empty if all is well).
 
-    Screenshots of the widget before and after go to <shots_prefix>-before.png / -after.png.
+    A screenshot of the widget afterwards goes to <shots_prefix>.png.
     A failure is reported, not raised, so that the notebook's other interactions still run.
     """
     problems = []
@@ -632,7 +764,6 @@ def _perform(page, interaction: Interaction, shots_prefix: Path) -> None:
         root = widget_root(page, interaction.widget)
         root.scroll_into_view_if_needed()
         shots_prefix.parent.mkdir(parents=True, exist_ok=True)
-        root.screenshot(path=f"{shots_prefix}-before.png")
         snapshot = {CANVAS_CHANGES: canvas_pixels, MARKUP_CHANGES: html_markup}.get(
             interaction.expect, visible_text)
         before = snapshot(root)
@@ -668,7 +799,7 @@ def _perform(page, interaction: Interaction, shots_prefix: Path) -> None:
         raise InteractionFailed(f"{what} within {INTERACTION_TIMEOUT} s; "
                                 f"widget text now: {text[:400]!r}") from None
     finally:
-        root.screenshot(path=f"{shots_prefix}-after.png")
+        root.screenshot(path=f"{shots_prefix}.png")
 
 
 def safe_name(text: str) -> str:
@@ -791,3 +922,116 @@ def ink(canvas) -> float:
                     let n = 0;
                     for (let i = 0; i < d.length; i += 4) if (d[i+3] > 0 && d[i] + d[i+1] + d[i+2] < 600) n++;
                     return n / (d.length / 4); }""")
+
+
+# --------------------------------------------------------------------------- a teacher's view
+#
+# What a class sees: frames of a live plot one key press at a time, widths at a
+# projector's size with scrollbars, in Presentation Mode and at 125 % zoom, the size of
+# the widgets' text; and the ways a teacher saves, shuts down and closes a notebook.
+
+QUIET = 0.4  # s; no new frame for this long after the kernel went idle: the press is done
+
+
+def kernel_idle(page, path: str) -> bool:
+    return _state(page, path).get("kernel") == "idle"
+
+
+def frames_of_presses(page, path: str, root, keys: list[str], nth: int = 0) -> list[dict]:
+    """Press each key in turn on the nth slider of the widget, waiting after each until its
+    plot has drawn and is still; return, per press, the distinct frames the page drew
+    ("frames", PNG data URLs) and the widget's text afterwards ("text")."""
+    if not root.evaluate("(el) => window.__harness.recordFrames(el)"):
+        raise AssertionError("the widget has no <canvas> to watch")
+    handle = root.locator(".noUi-handle, input[type=range]").nth(nth)
+    presses = []
+    try:
+        for key in keys:
+            handle.press(key)
+            frames: list[str] = []
+
+            def drawn_and_still():
+                new = root.evaluate("(el) => window.__harness.takeFrames(el)")
+                frames.extend(new)
+                return frames and not new and kernel_idle(page, path)
+
+            # Two quiet readings QUIET apart: the kernel is idle between two messages too.
+            _poll(lambda: drawn_and_still() and (time.sleep(QUIET) or drawn_and_still()),
+                  INTERACTION_TIMEOUT, f"the plot to draw after {key}", interval=0.1)
+            presses.append({"key": key, "frames": frames, "text": visible_text(root)})
+    finally:
+        root.evaluate("(el) => window.__harness.stopFrames(el)")
+    return presses
+
+
+def layout_problems(page, path: str, settle: float = 5.0) -> list[str]:
+    """What does not fit its column (harness.layout), asked again for up to `settle`
+    seconds while something still does not (plots resize after the page does)."""
+    deadline = time.monotonic() + settle
+    while True:
+        found = page.evaluate("(path) => window.__harness.layout(path)", path)
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.25)
+
+
+def text_sizes(page, path: str) -> list[dict]:
+    """Each widget's smallest text: {name, px (CSS), shown (px on screen), text}."""
+    return page.evaluate("(path) => window.__harness.textSizes(path)", path)
+
+
+def presentation_mode(page, on: bool) -> None:
+    """Switch JupyterLab's Presentation Mode (View menu) on or off."""
+    page.evaluate(
+        """async (on) => { const app = window.jupyterapp;
+                           if (app.shell.presentationMode !== on) {
+                             await app.commands.execute('application:toggle-presentation-mode'); } }""",
+        on)
+    _poll(lambda: page.evaluate("() => window.jupyterapp.shell.presentationMode") == on,
+          PAGE_TIMEOUT, "Presentation Mode to switch")
+
+
+def browser_zoom(page, factor: float, width: int = 1366, height: int = 768) -> None:
+    """Zoom the page as Ctrl+plus does in a window of width x height: the page is laid out
+    in width/factor CSS px, each drawn factor device px wide."""
+    session = page.context.new_cdp_session(page)
+    session.send("Emulation.setDeviceMetricsOverride", {
+        "width": round(width / factor), "height": round(height / factor),
+        "deviceScaleFactor": factor, "mobile": False})
+    _poll(lambda: abs(page.evaluate("() => window.devicePixelRatio") - factor) < 1e-6,
+          PAGE_TIMEOUT, f"the zoom to reach {factor:g}")
+
+
+def is_dirty(page, path: str) -> bool:
+    """Whether JupyterLab marks the open notebook modified (the tab's ●)."""
+    return page.evaluate("(path) => window.__harness.panel(path).context.model.dirty", path)
+
+
+def shut_down_kernel(page, path: str) -> None:
+    """Kernel > Shut Down Kernel, in the notebook's own menu."""
+    page.evaluate("async (path) => { await window.__harness.panel(path).sessionContext.shutdown(); }",
+                  path)
+    _poll(lambda: _state(page, path).get("kernel") in ("none", "dead", "unknown"),
+          PAGE_TIMEOUT, f"the kernel of {path} to shut down")
+
+
+def close_tab(page, path: str, answer: str = "Save") -> None:
+    """Close the notebook's tab as a teacher does (its kernel keeps running, as in
+    JupyterLab); if JupyterLab asks whether to save changes, answer `answer`
+    ("Save" or "Discard")."""
+    page.evaluate("(path) => { window.__harness.panel(path).close(); }", path)
+
+    def closed_or_answered():
+        if not _state(page, path)["opened"]:
+            return True
+        button = page.locator(".jp-Dialog .jp-Dialog-button", has_text=answer)
+        if button.count():
+            button.first.click()
+        return False
+
+    _poll(closed_or_answered, PAGE_TIMEOUT, f"{path} to close")
+
+
+def shut_down_all_kernels(lab: LabServer) -> None:
+    """The Running panel's Shut Down All: every kernel, also of notebooks already closed."""
+    lab.shut_down_sessions()

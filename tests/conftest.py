@@ -1,13 +1,25 @@
-"""Suite-wide rules that pytest's defaults do not give.
+"""Suite-wide rules that pytest's defaults do not give, and the suite's shared browser.
 
 pytest already exits non-zero when a test fails, and with code 5 when it collects no
 test at all. It exits 0, though, when every collected test was skipped: a run that
 checked nothing must not look like a pass, so that is made a failure here too.
+
+The suite runs on both cores (`pytest -n 2 --dist loadgroup`, the README's command).
+What must stay together is put in one xdist group here, so no test module has to say it:
+- every browser test (marker `browser`) runs in one worker, in one JupyterLab and one
+  Chromium for the whole run (the session fixtures `lab` and `browser` below), and the
+  scheduler hands that group out first, since it is the longest;
+- a notebook's nbval cells run in one worker, in order (each cell needs the ones above);
+- a test module with module-scoped fixtures runs in one worker (they are built once);
+- any other test goes wherever a core is free.
 """
+
+from pathlib import Path
 
 import pytest
 
 _passed = 0
+BROWSER_GROUP = "browser"
 
 
 def pytest_runtest_logreport(report):
@@ -17,12 +29,40 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    if exitstatus == pytest.ExitCode.OK and _passed == 0:
+    if (exitstatus == pytest.ExitCode.OK and _passed == 0 and not session.config.option.collectonly
+            and not hasattr(session.config, "workerinput")):
         session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter:
             reporter.write_sep("!", "no test passed (all skipped?): a run that checks nothing fails",
                                red=True)
+
+
+def _group(item) -> str | None:
+    """The xdist group an item must run in, or None (any worker, on its own)."""
+    if item.get_closest_marker("browser"):
+        return BROWSER_GROUP
+    path = Path(str(item.fspath))
+    if path.suffix == ".ipynb":
+        return f"nbval-{path.stem}"
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info else ()
+    if any(d.scope in ("module", "class", "package") for chain in defs for d in chain):
+        return f"module-{path.stem}"
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)   # before xdist turns the group marks into node ids
+def pytest_collection_modifyitems(config, items):
+    groups = {}
+    for item in items:
+        mark = item.get_closest_marker("xdist_group")
+        groups[item] = mark.args[0] if mark else _group(item)
+        if groups[item] and not mark:
+            item.add_marker(pytest.mark.xdist_group(groups[item]))
+    # The browser group first: with --no-loadscope-reorder the scheduler hands groups out
+    # in this order, and the longest one should start at once.
+    items.sort(key=lambda item: groups[item] != BROWSER_GROUP)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -41,3 +81,31 @@ def close_figures():
     yield
     import matplotlib.pyplot as plt
     plt.close("all")
+
+
+# --------------------------------------------------------------------------- the browser
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory):
+    """One JupyterLab for every browser test of the run, serving a temporary copy of the
+    repository: notebooks/ is a real folder the tests copy notebooks into (so autosave,
+    switched on there with a short interval, writes only copies); the rest are links."""
+    from browser_harness import AUTOSAVE_INTERVAL, REPO_ROOT, require_browser, running_lab
+    require_browser()
+    root = tmp_path_factory.mktemp("lab-root")
+    for entry in REPO_ROOT.iterdir():
+        if entry.name not in ("notebooks", ".git", ".venv", ".ci"):
+            (root / entry.name).symlink_to(entry)
+    (root / "notebooks").mkdir()
+    with running_lab(root, autosave_interval=AUTOSAVE_INTERVAL) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def browser(lab):
+    """One Chromium for every browser test of the run, with visible scrollbars, as on a
+    teacher's desktop (headless Chromium hides them unless told not to)."""
+    from browser_harness import running_chromium
+    with running_chromium() as chromium:
+        yield chromium

@@ -1,0 +1,322 @@
+"""The steps of tests/test_browser.py: what a class and a teacher do with each notebook,
+in the run's one JupyterLab and one Chromium (the fixtures `lab` and `browser` of
+tests/conftest.py). Each step returns what it found wrong, as sentences; the tests
+assert, one kind of finding each, so that one failure does not hide another.
+
+The notebooks are copies in the lab's own notebooks/ folder: the repository's files are
+never opened for writing, and autosave (on, every AUTOSAVE_INTERVAL s) writes copies.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from browser_harness import (
+    AUTOSAVE_INTERVAL,
+    REPO_ROOT,
+    browser_zoom,
+    canvas_is_drawn,
+    close_tab,
+    first_open_report,
+    frames_of_presses,
+    is_dirty,
+    layout_problems,
+    notebook_problems,
+    open_here,
+    perform,
+    presentation_mode,
+    run_all,
+    safe_name,
+    save_notebook,
+    shut_down_kernel,
+    text_sizes,
+    watch_kernel_errors,
+    widget_root,
+)
+
+COURSE_NOTEBOOKS = sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))
+SELF_TEST_NOTEBOOK = REPO_ROOT / "tests" / "fixtures" / "widget_demo.ipynb"
+SCREENSHOTS = REPO_ROOT / "tests" / "screenshots"
+VIEW = "application/vnd.jupyter.widget-view+json"
+PROJECTOR = (1366, 768)       # the README's classroom set-up
+ZOOM = 1.25                   # the README's suggested zoom for the back row
+MIN_TEXT_PX = 14              # what the plots' text keeps too (tests/test_readable.py)
+SETTLE = 10                   # s: for stored pictures to load and widgets to come back
+# The visible line under a widget's picture: what it is, and how to make it live.
+NOTE = (re.compile(r"\bpicture\b", re.I), re.compile(r"\brun\b.*\bcells?\b", re.I | re.S))
+MIN_COLOUR = 0.002            # share of coloured pixels below which a stored plot is empty
+
+
+def widget_outputs(notebook: Path) -> list[dict]:
+    """The widget outputs stored in a notebook file, each as its MIME bundle."""
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    return [o["data"] for c in cells for o in c.get("outputs", []) if VIEW in o.get("data", {})]
+
+
+def notebook_path(notebook: Path) -> str:
+    return f"notebooks/{notebook.name}"
+
+
+def settled_report(page, path: str) -> dict:
+    """first_open_report, asked again for a few seconds while it still finds problems
+    (pictures decoding, widgets coming back from saved state)."""
+    deadline = time.monotonic() + SETTLE
+    while True:
+        report = first_open_report(page, path)
+        if not report["problems"] or time.monotonic() > deadline:
+            return report
+        time.sleep(0.5)
+
+
+# --------------------------------------------------------------------------- opened fresh
+
+def _widget_output_nodes(page, path: str) -> list[dict]:
+    """For each output that shows a widget's stored form: its visible text, the share of
+    coloured pixels of its picture (None without one), and its cell's number."""
+    return page.evaluate(
+        """(path) => {
+          const panel = window.__harness.panel(path);
+          const VIEW = 'application/vnd.jupyter.widget-view+json';
+          const found = [];
+          panel.content.widgets.forEach((cell, i) => {
+            if (cell.model.type !== 'code') return;
+            const outputs = cell.model.outputs.toJSON();
+            const nodes = [...cell.node.querySelectorAll('.jp-OutputArea-child')];
+            outputs.forEach((o, k) => {
+              if (!(o.data && o.data[VIEW]) || !nodes[k]) return;
+              const img = nodes[k].querySelector('img');
+              found.push({cell: i + 1, text: nodes[k].innerText.trim(),
+                          colour: img && img.complete && img.naturalWidth
+                                  ? window.__harness.colourShare(img) : null});
+            });
+          });
+          return found;
+        }""", path)
+
+
+def first_open_all(lab, page, notebooks: list[Path]) -> dict[str, dict[str, list[str]]]:
+    """Open a fresh copy of every notebook, each in its tab, nothing run; check what each
+    shows; leave them all open through two autosave intervals; then compare the files on
+    disk with the copies. Returns, per notebook name, findings by kind: shown, note,
+    empty, modified. The notebooks stay open, each with its kernel, for visit_notebook."""
+    found = {nb.name: {"shown": [], "note": [], "empty": [], "modified": []} for nb in notebooks}
+    copied = {}
+    for notebook in notebooks:       # the repository's file may change meanwhile: keep the bytes
+        copied[notebook.name] = notebook.read_bytes()
+        (lab.root_dir / notebook_path(notebook)).write_bytes(copied[notebook.name])
+    try:
+        for notebook in notebooks:
+            path, f = notebook_path(notebook), found[notebook.name]
+            expected = widget_outputs(lab.root_dir / path)
+            start = time.monotonic()
+            open_here(page, path)
+            report = settled_report(page, path)
+            f["shown"] += report["problems"]
+            pictures = sum("image/png" in o for o in expected)
+            shown = report["shown"]
+            if shown["picture"] != pictures or shown["html"] != len(expected) - pictures:
+                f["shown"].append(f"expected {pictures} pictures and {len(expected) - pictures} "
+                                  f"HTML forms, shown {shown}")
+            for node in _widget_output_nodes(page, path):
+                where = f"cell {node['cell']}"
+                if not all(rule.search(node["text"]) for rule in NOTE):
+                    f["note"].append(f"{where}: no visible line saying it is a picture and to run "
+                                     f"the cells; it shows {node['text'][:120]!r}")
+                if node["colour"] is not None and node["colour"] < MIN_COLOUR:
+                    f["empty"].append(f"{where}: its stored plot is empty (only "
+                                      f"{node['colour']:.4f} of its pixels are coloured)")
+            if is_dirty(page, path):
+                f["modified"].append("marked modified (●) as soon as it opened")
+            print(f"{notebook.name}: opened and looked at in {time.monotonic() - start:.1f} s")
+        shots = SCREENSHOTS / "opened-fresh"
+        shots.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=shots / "last-opened.png")
+        # Two autosave intervals with every notebook open: a notebook marked modified
+        # meanwhile is written to disk by then.
+        deadline = time.monotonic() + 2 * AUTOSAVE_INTERVAL + 1
+        while time.monotonic() < deadline:
+            for notebook in notebooks:
+                if not found[notebook.name]["modified"] and is_dirty(page, notebook_path(notebook)):
+                    found[notebook.name]["modified"].append("marked modified (●) while only open")
+            time.sleep(0.5)
+        for notebook in notebooks:
+            if (lab.root_dir / notebook_path(notebook)).read_bytes() != copied[notebook.name]:
+                found[notebook.name]["modified"].append(
+                    f"the file on disk changed while it was only open (autosave every "
+                    f"{AUTOSAVE_INTERVAL} s)")
+    except Exception:
+        lab.shut_down_sessions()
+        raise
+    return found
+
+
+# --------------------------------------------------------------------------- one notebook
+
+
+@dataclass
+class Visit:
+    name: str
+    order: str
+    found: dict[str, list[str]] = field(default_factory=lambda: {
+        k: [] for k in ("run", "fit", "text", "react", "frames", "reopen")})
+    seconds: dict[str, float] = field(default_factory=dict)   # how long each step took
+
+    def timed(self, step: str, since: float) -> float:
+        now = time.monotonic()
+        self.seconds[step] = round(now - since, 1)
+        return now
+
+
+def _fits_and_text(page, path: str, shots: Path) -> tuple[list[str], list[str]]:
+    """Widths and text sizes at the projector's size, in Presentation Mode, at 125 %."""
+    fit, text = [], []
+    fit += [f"at {PROJECTOR[0]} x {PROJECTOR[1]}: {p}" for p in layout_problems(page, path)]
+    plain = {t["name"]: t for t in text_sizes(page, path)}
+    text += [f"{t['name']}: {t['px']:g} px text ({t['text']!r}) at 100 %"
+             for t in plain.values() if t["px"] < MIN_TEXT_PX]
+    page.screenshot(path=shots / "page-100.png")
+
+    presentation_mode(page, True)
+    try:
+        fit += [f"in Presentation Mode: {p}" for p in layout_problems(page, path)]
+        for t in text_sizes(page, path):
+            before = plain.get(t["name"])
+            if before and t["px"] <= before["px"]:
+                text.append(f"{t['name']}: {t['px']:g} px text ({t['text']!r}) in Presentation "
+                            f"Mode, no larger than at 100 % ({before['px']:g} px)")
+        page.screenshot(path=shots / "page-presentation.png")
+    finally:
+        presentation_mode(page, False)
+
+    browser_zoom(page, ZOOM, *PROJECTOR)
+    try:
+        fit += [f"at {ZOOM:.0%} zoom: {p}" for p in layout_problems(page, path)]
+        text += [f"{t['name']}: {t['shown']:g} px on screen ({t['text']!r}) at {ZOOM:.0%} zoom"
+                 for t in text_sizes(page, path) if t["shown"] < MIN_TEXT_PX * ZOOM - 0.01]
+        page.screenshot(path=shots / "page-zoom.png")
+    finally:
+        browser_zoom(page, 1.0, *PROJECTOR)
+    return fit, text
+
+
+def _frames(page, path: str, widget: str, keys: list[str], nth: int) -> list[str]:
+    """A value met twice in the key sequence must draw the same frame and say the same
+    text each time; two different values, different frames; each press, one picture."""
+    try:
+        root = widget_root(page, widget)
+        root.scroll_into_view_if_needed()
+        presses = frames_of_presses(page, path, root, keys, nth)
+    except (AssertionError, TimeoutError) as error:
+        return [f"w-{widget}: {error}"]
+    found = []
+    for i, press in enumerate(presses):
+        if len(press["frames"]) > 1:
+            found.append(f"w-{widget}: press {i + 1} ({press['key']}) drew {len(press['frames'])} "
+                         "different pictures, one after the other (a wrong frame first?)")
+    values = _values(keys)
+    for i in range(len(presses)):
+        for j in range(i + 1, len(presses)):
+            same_value = values[i] == values[j]
+            same_frame = presses[i]["frames"][-1:] == presses[j]["frames"][-1:]
+            same_text = presses[i]["text"] == presses[j]["text"]
+            if same_value and not (same_frame and same_text):
+                found.append(f"w-{widget}: presses {i + 1} and {j + 1} reach the same value but "
+                             + ("draw different frames" if not same_frame else
+                                f"say {presses[i]['text'][:150]!r} and {presses[j]['text'][:150]!r}"))
+            if not same_value and same_frame:
+                found.append(f"w-{widget}: presses {i + 1} and {j + 1} reach different values but "
+                             "draw the same frame (a frame behind?)")
+    return found
+
+
+def _values(keys: list[str]) -> list[int]:
+    """The slider's position after each key, in steps from where it started."""
+    step = {"ArrowRight": 1, "ArrowUp": 1, "ArrowLeft": -1, "ArrowDown": -1,
+            "PageUp": 10, "PageDown": -10}
+    at, out = 0, []
+    for key in keys:
+        at += step[key]
+        out.append(at)
+    return out
+
+
+def _end_and_reopen(page, lab, path: str, order: str, shots: Path) -> list[str]:
+    """End the rehearsal as `order` says, then open the notebook again and look."""
+    if order == "save, close, shut down":
+        save_notebook(page, path)
+        close_tab(page, path, "Save")
+        lab.shut_down_sessions(path)
+    elif order == "shut down, close, answer Save":
+        shut_down_kernel(page, path)
+        close_tab(page, path, "Save")
+    elif order == "close, answer Save, kernel still running":
+        close_tab(page, path, "Save")
+    else:
+        raise ValueError(f"unknown order {order!r}")
+    found = []
+    open_here(page, path)
+    report = settled_report(page, path)
+    found += report["problems"]
+    saved = widget_outputs(lab.root_dir / path)
+    if sum(report["shown"].values()) != len(saved):
+        found.append(f"{len(saved)} widget outputs saved, shown {report['shown']}")
+    figures = page.locator(".course-widget .jupyter-matplotlib-figure")
+    for i in range(figures.count()):
+        canvases = figures.nth(i).locator("canvas")
+        if not any(canvas_is_drawn(canvases.nth(k)) for k in range(canvases.count())):
+            found.append(f"plot {i + 1} came back blank")
+    page.screenshot(path=shots / "reopened.png")
+    return found
+
+
+def visit_notebook(lab, page, notebook: Path, interactions, frames, order: str) -> Visit:
+    """Run one notebook through Run All, the layout checks, its interactions and frames,
+    and the teacher's ending `order` and reopening; return what each step found."""
+    visit = Visit(notebook.name, order)
+    found = visit.found
+    path = notebook_path(notebook)
+    already_open = page.evaluate("(path) => window.__harness.state(path).opened", path)
+    if not already_open:
+        shutil.copyfile(notebook, lab.root_dir / path)
+    shots = SCREENSHOTS / notebook.stem
+    shutil.rmtree(shots, ignore_errors=True)
+    shots.mkdir(parents=True)
+    t = time.monotonic()
+    try:
+        open_here(page, path)           # or, already open, bring its tab to the front
+        t = visit.timed("open", t)
+        run_all(page, path)
+        found["run"] += notebook_problems(page, path)
+        t = visit.timed("run all", t)
+        if found["run"]:
+            page.screenshot(path=shots / "page-at-failure.png")
+            for kind in ("fit", "text", "react", "frames", "reopen"):
+                found[kind].append("not checked: Run All failed")
+            return visit
+        if notebook.parent.name == "notebooks":
+            found["fit"], found["text"] = _fits_and_text(page, path, shots)
+            t = visit.timed("fit and text", t)
+        watch_kernel_errors(page, path)
+        for i, interaction in enumerate(interactions, start=1):
+            prefix = shots / safe_name(f"{i:02d}-{interaction.widget}-{interaction.action}")
+            found["react"] += perform(page, interaction, prefix)
+        t = visit.timed("interactions", t)
+        for widget, keys, nth in frames:
+            found["frames"] += _frames(page, path, widget, keys, nth)
+        t = visit.timed("frames", t)
+        if found["react"] or found["frames"]:
+            page.screenshot(path=shots / "page-at-failure.png")
+        if notebook.parent.name == "notebooks":
+            found["reopen"] += _end_and_reopen(page, lab, path, order, shots)
+            t = visit.timed("end and reopen", t)
+    finally:
+        if page.evaluate("(path) => window.__harness.state(path).opened", path):
+            close_tab(page, path, "Discard")
+        lab.shut_down_sessions(path)
+        print(f"{notebook.name}: {visit.seconds}")
+    return visit
