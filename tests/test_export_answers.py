@@ -15,8 +15,10 @@ import re
 import sys
 from pathlib import Path
 
+import ipywidgets as widgets
 import numpy as np
 import pytest
+from widget_tools import find
 
 import toy_model as tm
 
@@ -49,12 +51,17 @@ def not_written(*args):
 
 
 def checker_answer(key: str) -> str:
-    """What the exercise's own "Show the answer" button puts on screen (its last child)."""
+    """What the exercise's own "Show the answer" button puts on screen: the one text of
+    the box that the button fills (empty until then)."""
     code = tm.EXERCISES[key]["kind"] == "code"
     box = tm.exercise(key, not_written) if code else tm.exercise(key)
-    assert box.children[-1].value == "", "the answer is hidden until asked"
+    texts = find(box, widgets.HTML)
+    before = [t.value for t in texts]
     box.show_answer()
-    return box.children[-1].value
+    filled = [t.value for t, old in zip(texts, before, strict=True) if t.value != old]
+    assert len(filled) == 1 and before[texts.index(next(t for t in texts if t.value == filled[0]))] == "", (
+        f"{key}: the button fills one empty text with the answer")
+    return filled[0]
 
 
 def as_text(fragment: str) -> str:
