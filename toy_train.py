@@ -11,7 +11,8 @@ import numpy as np
 from toy_checks import _count, _short, as_ids, check_ids, check_seed
 from toy_model import (EOT, N_CTX, N_HEAD, PARAMS, VOCAB, _ln_params, attention, block,
                        cross_entropy, decode, encode, forward, get_weight, gelu, layer_norm,
-                       mlp, multi_head, replace_weight, softmax, tree_map, weight_names)
+                       mlp, multi_head, replace_weight, softmax, tree_map, walk, weight_name,
+                       weight_names)
 
 # Training moves every weight a little in the direction that lowers the loss of toy_model's
 # section 4. That direction is the gradient: for each weight, how fast the loss grows when the
@@ -247,20 +248,27 @@ def _positive(x, what):
 
 def check_grads(params, grads):
     """grads must have params' layout, each gradient its weight's shape, and be finite."""
-    names = weight_names(params)
-    theirs = weight_names(grads) if isinstance(grads, (dict, list)) else []
-    if theirs != names:
-        odd = sorted(set(names) ^ set(theirs)) or names
+    weights = leaves(params)
+    found = leaves(grads) if isinstance(grads, (dict, list)) else {}
+    if list(found) != list(weights):
+        odd = sorted(set(weights) ^ set(found)) or list(weights)
         raise ValueError(f"The gradients must have the weights' layout (one per weight, as "
                          f"loss_and_grads returns them); {odd[0]!r} is in one but not the other.")
-    for name in names:
-        w, g = get_weight(params, name), get_weight(grads, name)
+    for name, w in weights.items():
+        g = found[name]
         if np.shape(g) != np.shape(w):
             raise ValueError(f"The gradient of {name!r} has shape {np.shape(g)}, but the weight "
                              f"has shape {np.shape(w)}: each gradient has its weight's shape.")
         if not np.all(np.isfinite(g)):
             raise ValueError(f"The gradient of {name!r} is not finite (NaN or infinity): the "
                              "loss has diverged; take a smaller learning rate.")
+
+
+def leaves(tree):
+    """{dotted name: array} for every weight of a tree, in the tree's order (one walk)."""
+    found = {}
+    walk(lambda path, leaf: found.__setitem__(weight_name(path), leaf), tree)
+    return found
 
 
 def sgd_step(params, grads, lr):
@@ -304,8 +312,7 @@ def learning_rate(step, lr, steps, warmup=0, decay=False):
 
 def grad_norm(grads):
     """The length of the whole gradient: the square root of the sum of every entry squared."""
-    return float(np.sqrt(sum(float((np.asarray(get_weight(grads, n)) ** 2).sum())
-                             for n in weight_names(grads))))
+    return float(np.sqrt(sum(float((np.asarray(g) ** 2).sum()) for g in leaves(grads).values())))
 
 
 def clip_gradients(grads, max_norm):

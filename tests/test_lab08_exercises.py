@@ -138,25 +138,91 @@ def test_the_stored_training_curve_is_the_finished_run():
     assert blue.sum() > 600, f"only {blue.sum()} pixels of the curve's blue: empty axes?"
 
 
-# Sentences of the lab whose figure must be one particular computed value (as CLAIMS in
-# tests/test_notebooks.py): (the sentence with {} for the figure, the code that computes it).
-def _sweep_tied_final():
-    runs = [r for r in tm.load_sweep()["runs"] if r["arm"] == "tied"]
-    return runs
-
-
-CLAIMS = [
-    ("the fresh model is confidently wrong", None),
-]
+def prose():
+    return "\n".join("".join(c["source"]) for c in notebook()["cells"] if c["cell_type"] == "markdown")
 
 
 def test_prose_numbers_of_the_lab_are_the_computed_ones():
-    prose = "\n".join("".join(c["source"]) for c in notebook()["cells"] if c["cell_type"] == "markdown")
+    text = prose()
     corpus = tm.load_corpus()
-    counts = {t: tm.next_token_counts(corpus, tm.encode(t)) for t in ["the cat climbed the", "the dog climbed the"]}
-    cat = counts["the cat climbed the"]
-    assert f"␣roof {cat[tm.VOCAB.index(' roof')]} times out of {cat.sum()}" in prose
-    assert f"p(␣roof) = {cat[tm.VOCAB.index(' roof')]}/{cat.sum()}" in prose
-    assert f"on {len(corpus)} sentences" in prose
+    cat = tm.next_token_counts(corpus, tm.encode("the cat climbed the"))
+    roof = tm.VOCAB.index(" roof")
+    assert f"␣roof {cat[roof]} times out of {cat.sum()}" in text
+    assert f"p(␣roof) = {cat[roof]}/{cat.sum()}" in text
+    assert f"on {len(corpus)} sentences" in text
     n = sum(tm.get_weight(tm.PARAMS, w).size for w in tm.weight_names(tm.PARAMS))
-    assert f"all {n} numbers as one vector" in prose
+    assert f"all {n} numbers as one vector" in text
+
+
+# --- The sweep's conclusions, recomputed from data/seed_sweep.json --------------------------
+
+def sweep_facts():
+    sweep = tm.load_sweep()
+    corpus = tm.load_corpus()
+    cat, dog = (tm.next_token_counts(corpus, tm.encode(t)) for t in ["the cat climbed the", "the dog climbed the"])
+
+    def total(counts):
+        share = counts / counts.sum()
+        return -(counts[counts > 0] * np.log(share[counts > 0])).sum()
+    floor = tm.best_possible_loss(corpus)
+    blind = floor + (total(cat + dog) - total(cat) - total(dog)) / sum(len(s) - 1 for s in corpus)
+    learnt = (floor + blind) / 2
+
+    def pick(recipe, arm):
+        return [r for r in sweep["runs"] if r["recipe"] == recipe and r["arm"] == arm]
+
+    def jumps(runs):
+        return sum(max(np.diff(r["history"])) > 0.5 for r in runs)
+
+    def steps_of_jumps(runs):
+        return [i + 1 for r in runs for i in np.flatnonzero(np.diff(r["history"]) > 0.5)]
+
+    def learnt_by(runs, step):
+        return sum(r["history"][step] < learnt for r in runs)
+    return sweep, pick, jumps, steps_of_jumps, learnt_by
+
+
+def test_what_the_schedule_and_clipping_buy_is_what_the_sweep_shows():
+    sweep, pick, jumps, steps_of_jumps, _ = sweep_facts()
+    text, n = prose(), len(sweep["seeds"])
+    const, decay, clip, both = sweep["recipes"]
+    assert n == 16 and "over 16 seeds" in text
+    # decay: the last jump comes earlier than without it
+    last = {r: max(steps_of_jumps(pick(r, "own W_U") + pick(r, "tied"))) for r in sweep["recipes"]}
+    assert max(last[decay], last[both]) < min(last[const], last[clip])
+    # clipping: no untied jump, every untied run at the floor; the tied runs still jump
+    assert f"({jumps(pick(clip, 'own W_U'))} of {n}, against {jumps(pick(const, 'own W_U'))} of {n} with a constant rate)" in text
+    assert max(r["history"][-1] for r in pick(clip, "own W_U")) < 0.29
+    assert f"It did not stop the tied runs' jumps ({jumps(pick(clip, 'tied'))} of {n})" in text
+    # warmup: untied jumps, most in the first 200 steps
+    early = steps_of_jumps(pick(decay, "own W_U"))
+    assert f"with warmup and decay, {jumps(pick(decay, 'own W_U'))} of {n} jumped" in text
+    assert sum(s < 200 for s in early) > len(early) / 2
+    # together: the fewest tied jumps, every untied run at the floor
+    assert jumps(pick(both, "tied")) == min(jumps(pick(r, "tied")) for r in sweep["recipes"])
+    assert f"the fewest jumps in the tied runs ({jumps(pick(both, 'tied'))} of {n})" in text
+    assert max(r["history"][-1] for r in pick(both, "own W_U")) < 0.29
+
+
+def test_the_tying_conclusions_are_what_the_sweep_shows():
+    sweep, pick, jumps, _, learnt_by = sweep_facts()
+    text, n = prose(), len(sweep["seeds"])
+    recipes = sweep["recipes"]
+    for recipe in recipes:                 # 1. some tied run reaches the floor in every recipe
+        best_tied = min(r["history"][-1] for r in pick(recipe, "tied"))
+        best_own = min(r["history"][-1] for r in pick(recipe, "own W_U"))
+        assert best_tied - best_own < 0.005, recipe
+    tied_200 = [learnt_by(pick(r, "tied"), 200) for r in recipes]
+    own_200 = [learnt_by(pick(r, "own W_U"), 200) for r in recipes]
+    tied_end = [learnt_by(pick(r, "tied"), -1) for r in recipes]
+    own_end = [learnt_by(pick(r, "own W_U"), -1) for r in recipes]
+    assert (f"By step 200, at most {max(tied_200)} of {n} tied runs had learnt the subject in any "
+            f"recipe, against {min(own_200)} to {max(own_200)} of {n} untied ones; by step "
+            f"{sweep['steps']}, {min(tied_end)} to {max(tied_end)} of {n} tied runs against "
+            f"{min(own_end)} to {max(own_end)} of {n} untied") in text
+    const, decay, clip, both = recipes
+    assert tied_end[2] == max(tied_end)
+    assert f"Clipping without decay let the most tied runs through ({tied_end[2]} of {n})" in text
+    assert tied_end[1] == tied_end[3] and f"with decay, only {tied_end[1]} of {n} left it" in text
+    assert max(jumps(pick(r, "tied")) for r in (decay, both)) < min(jumps(pick(r, "tied")) for r in (const, clip))
+    assert max(tied_end[1], tied_end[3]) <= min(tied_end[0], tied_end[2])

@@ -58,7 +58,7 @@ def sweep(seeds, steps, recipes=tuple(RECIPES), arms=tuple(ARMS)):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, default=12, help="seeds 0 .. N-1 (default 12)")
+    parser.add_argument("--seeds", type=int, default=16, help="seeds 0 .. N-1 (default 16)")
     parser.add_argument("--steps", type=int, default=600, help="steps per run (default 600)")
     parser.add_argument("--out", type=Path, default=ROOT / "data" / "seed_sweep.json")
     args = parser.parse_args()

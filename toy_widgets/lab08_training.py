@@ -10,7 +10,7 @@ import toy_model as _model
 from toy_model import PARAMS, VOCAB, encode, forward
 
 from .draw import BLUE, GREEN, GREY, ORANGE, PURPLE, TOKENS, fmt, freeze_layout, new_figure, static
-from .kit import _canvas_ready, live_artists, live_figure, panel, redraw
+from .kit import canvas_ready, live_artists, live_figure, panel, redraw
 from .exercises import _TEXT, _tok, choice_exercise, code_exercise, number_exercise
 
 
@@ -53,7 +53,7 @@ def train_live(corpus, steps=200, every=10, **options):
     root.line, root.progress = line, progress
     train_live.panel = root                             # the last one shown, for tests
     handle = display(root, display_id=True)
-    _canvas_ready(fig.canvas)
+    canvas_ready(fig.canvas)
     fig.canvas.draw()                                   # the axes once; then only the line
     losses = []
     if problem is not None:
