@@ -28,7 +28,7 @@ def loss_axes(ax, steps, title):
     ax.set_title(title)
 
 
-def train_live(corpus, steps=200, every=10, **options):
+def train_live(corpus, steps=200, every=20, **options):
     """w-train: tm.train(corpus, steps, **options) drawing its loss curve as it goes, with
     a progress line. Returns what train returns: (trained params, loss history). The
     stored output (the notebook's picture of the widget) is the finished curve.
