@@ -403,7 +403,16 @@ def load_sweep(path=None):
     {"lr", "steps", "seeds", "recipes", "runs": [{"seed", "arm", "recipe", "history",
     "p_roof_cat", "p_roof_dog", "heldout"}, ...]}."""
     import json
-    return json.loads(Path(DATA / "seed_sweep.json" if path is None else path).read_text("utf-8"))
+    path = Path(DATA / "seed_sweep.json" if path is None else path)
+    try:
+        sweep = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        raise ValueError(f"{str(path)!r} is not a seed sweep that can be read: write one with "
+                         "python tools/seed_sweep.py --out <file>.") from None
+    if not isinstance(sweep, dict) or not {"steps", "seeds", "recipes", "runs"} <= sweep.keys():
+        raise ValueError(f"{str(path)!r} is not a seed sweep: it lacks steps, seeds, recipes or "
+                         "runs (write one with python tools/seed_sweep.py --out <file>).")
+    return sweep
 
 
 def next_token_counts(corpus, prefix):

@@ -114,7 +114,7 @@ def test_a_central_difference_by_hand_is_the_right_answer():
     assert box.try_answer(f"{measured:.4f}").startswith("Right")
     assert "Divide by 2ε" in box.try_answer(f"{(losses[0] - losses[1]) / 1e-4:.4f}")
     assert "sign" in box.try_answer(f"{-measured:.4f}")
-    assert "did not reach the weight" in box.try_answer("0")
+    assert "did not reach the weight" in box.try_answer("0.0000")
 
 
 # --- The notebook -----------------------------------------------------------------------------

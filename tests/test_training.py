@@ -349,6 +349,8 @@ def test_bad_training_settings_get_a_sentence(options, words):
     (lambda: tm.read_corpus(None), "takes the corpus's text"),
     (lambda: tm.init_params(-1), "seed must be"),
     (lambda: tm.init_params(0, std=0), "std must be a positive number"),
+    (lambda: tm.load_sweep(ROOT / "data" / "corpus.txt"), "is not a seed sweep that can be read"),
+    (lambda: tm.load_sweep(ROOT / "no such file.json"), "is not a seed sweep that can be read"),
 ])
 def test_the_labs_other_functions_get_a_sentence(call, words):
     with pytest.raises(ValueError, match=words):
