@@ -991,15 +991,22 @@ def presentation_mode(page, on: bool) -> None:
           PAGE_TIMEOUT, "Presentation Mode to switch")
 
 
-def browser_zoom(page, factor: float, width: int = 1366, height: int = 768) -> None:
+def browser_zoom(page, factor: float, width: int = 1366, height: int = 768):
     """Zoom the page as Ctrl+plus does in a window of width x height: the page is laid out
-    in width/factor CSS px, each drawn factor device px wide."""
+    in width/factor CSS px, each drawn factor device px wide. Returns the DevTools session
+    (its Page.captureScreenshot shows the zoomed page; Playwright's own would undo it)."""
     session = page.context.new_cdp_session(page)
     session.send("Emulation.setDeviceMetricsOverride", {
         "width": round(width / factor), "height": round(height / factor),
         "deviceScaleFactor": factor, "mobile": False})
     _poll(lambda: abs(page.evaluate("() => window.devicePixelRatio") - factor) < 1e-6,
           PAGE_TIMEOUT, f"the zoom to reach {factor:g}")
+    return session
+
+
+def zoomed_screenshot(session, path: Path) -> None:
+    import base64
+    path.write_bytes(base64.b64decode(session.send("Page.captureScreenshot", {"format": "png"})["data"]))
 
 
 def is_dirty(page, path: str) -> bool:

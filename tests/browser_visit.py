@@ -20,6 +20,7 @@ from browser_harness import (
     AUTOSAVE_INTERVAL,
     REPO_ROOT,
     browser_zoom,
+    zoomed_screenshot,
     canvas_is_drawn,
     close_tab,
     first_open_report,
@@ -172,6 +173,15 @@ class Visit:
         return now
 
 
+def _show_widest_plot(page) -> None:
+    """Scroll the widest plot of the open notebook into view (for the screenshots)."""
+    page.evaluate("""() => {
+        const shown = [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .course-widget')];
+        const widest = shown.sort((a, b) => b.scrollWidth - a.scrollWidth)[0];
+        if (widest) widest.scrollIntoView({block: 'center'});
+    }""")
+
+
 def _fits_and_text(page, path: str, shots: Path) -> tuple[list[str], list[str]]:
     """Widths and text sizes at the projector's size, in Presentation Mode, at 125 %."""
     fit, text = [], []
@@ -179,6 +189,7 @@ def _fits_and_text(page, path: str, shots: Path) -> tuple[list[str], list[str]]:
     plain = {t["name"]: t for t in text_sizes(page, path)}
     text += [f"{t['name']}: {t['px']:g} px text ({t['text']!r}) at 100 %"
              for t in plain.values() if t["px"] < MIN_TEXT_PX]
+    _show_widest_plot(page)
     page.screenshot(path=shots / "page-100.png")
 
     presentation_mode(page, True)
@@ -189,16 +200,18 @@ def _fits_and_text(page, path: str, shots: Path) -> tuple[list[str], list[str]]:
             if before and t["px"] <= before["px"]:
                 text.append(f"{t['name']}: {t['px']:g} px text ({t['text']!r}) in Presentation "
                             f"Mode, no larger than at 100 % ({before['px']:g} px)")
+        _show_widest_plot(page)
         page.screenshot(path=shots / "page-presentation.png")
     finally:
         presentation_mode(page, False)
 
-    browser_zoom(page, ZOOM, *PROJECTOR)
+    session = browser_zoom(page, ZOOM, *PROJECTOR)
     try:
         fit += [f"at {ZOOM:.0%} zoom: {p}" for p in layout_problems(page, path)]
         text += [f"{t['name']}: {t['shown']:g} px on screen ({t['text']!r}) at {ZOOM:.0%} zoom"
                  for t in text_sizes(page, path) if t["shown"] < MIN_TEXT_PX * ZOOM - 0.01]
-        page.screenshot(path=shots / "page-zoom.png")
+        _show_widest_plot(page)
+        zoomed_screenshot(session, shots / "page-zoom.png")
     finally:
         browser_zoom(page, 1.0, *PROJECTOR)
     return fit, text

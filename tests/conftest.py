@@ -52,17 +52,18 @@ def _group(item) -> str | None:
     return None
 
 
-@pytest.hookimpl(tryfirst=True)   # before xdist turns the group marks into node ids
+@pytest.hookimpl(wrapper=True)   # runs before every plain hook: xdist's reads the marks
 def pytest_collection_modifyitems(config, items):
     groups = {}
     for item in items:
         mark = item.get_closest_marker("xdist_group")
-        groups[item] = mark.args[0] if mark else _group(item)
+        groups[item] = mark.args[0] if mark and mark.args else _group(item)
         if groups[item] and not mark:
             item.add_marker(pytest.mark.xdist_group(groups[item]))
     # The browser group first: with --no-loadscope-reorder the scheduler hands groups out
     # in this order, and the longest one should start at once.
     items.sort(key=lambda item: groups[item] != BROWSER_GROUP)
+    return (yield)
 
 
 @pytest.fixture(scope="session", autouse=True)
