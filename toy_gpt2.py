@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import regex
 
-from toy_checks import _count, as_ids, check_params
+from toy_checks import _count, as_ids, check_params, check_seed
 from toy_model import N_HEAD, PARAMS, VOCAB, generate, show, walk, weight_name
 
 # toy_model's functions run GPT-2 small (12 blocks, 12 heads, d = 768, 50,257 tokens) as
@@ -64,8 +64,41 @@ CHAR_TO_BYTE = {c: b for b, c in BYTE_TO_CHAR.items()}
 _BYTE_TABLE = str.maketrans({chr(b): c for b, c in BYTE_TO_CHAR.items()})
 
 
+def _text(text, who):
+    if not isinstance(text, str):
+        raise ValueError(f"{who} takes a string of text, not {type(text).__name__}.")
+    return text
+
+
+def _folder(folder, who):
+    """A folder's path (text or a Path), or one sentence."""
+    if isinstance(folder, bool) or not isinstance(folder, (str, os.PathLike)) or str(folder) == "":
+        raise ValueError(f"{who} takes a folder's path, such as 'gpt2', not {folder!r:.40}.")
+    try:
+        os.fsencode(folder)
+    except UnicodeError:
+        raise ValueError(f"{who}: the folder's name holds a character a path cannot hold.") from None
+    return Path(folder)
+
+
+def _check_bpe(vocab, merges, where="vocab"):
+    """A BPE's two halves: token -> distinct whole-number ids, and pairs of pieces."""
+    if not isinstance(vocab, dict) or not all(
+            isinstance(t, str) and isinstance(i, int) and not isinstance(i, bool) and i >= 0
+            for t, i in vocab.items()):
+        raise ValueError(f"{where} must map each token's text to its id, a whole number from 0 up.")
+    if len(set(vocab.values())) != len(vocab):
+        twice = Counter(vocab.values()).most_common(1)[0][0]
+        raise ValueError(f"{where} gives the id {twice} to more than one token.")
+    if not isinstance(merges, (list, tuple)) or not all(
+            isinstance(m, (list, tuple)) and len(m) == 2 and all(isinstance(x, str) and x for x in m)
+            for m in merges):
+        raise ValueError("merges must be a list of pairs of pieces, such as [('t', 'h'), ('th', 'e')].")
+
+
 def byte_chars(text):
     """Text -> its UTF-8 bytes, one printable character each: " café" -> "ĠcafÃ©"."""
+    _text(text, "byte_chars")
     if re.search("[\ud800-\udfff]", text):
         raise ValueError("The text holds half of a character (a lone surrogate, such as "
                          "'\\ud800') that UTF-8 cannot write: remove it or paste the text again.")
@@ -75,6 +108,10 @@ def byte_chars(text):
 def as_text(chars):
     """Byte characters -> text: back to bytes, read as UTF-8 (a character cut in the middle
     of its bytes shows as �)."""
+    _text(chars, "as_text")
+    odd = next((c for c in chars if c not in CHAR_TO_BYTE), None)
+    if odd is not None:
+        raise ValueError(f"as_text takes byte characters (such as 'Ġcat'); {odd!r} is not one.")
     return bytes(CHAR_TO_BYTE[c] for c in chars).decode("utf-8", errors="replace")
 
 
@@ -89,7 +126,7 @@ WORDS = regex.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\
 def pre_split(text):
     """Text -> the words BPE works on, spaces kept in front:
     "the cat's 2 hats" -> ["the", " cat", "'s", " 2", " hats"]."""
-    return WORDS.findall(text)
+    return WORDS.findall(_text(text, "pre_split"))
 
 
 def bpe(word, ranks, steps=None):
@@ -100,6 +137,11 @@ def bpe(word, ranks, steps=None):
 
     The pairs wait in a heap ordered by (rank, place), so each merge costs a few steps
     whatever the word's length: a word of n characters takes about n log n, not n²."""
+    _text(word, "bpe")
+    if not isinstance(ranks, dict):
+        raise ValueError("bpe takes the merges' ranks as a dict, {(piece, piece): rank}.")
+    if steps is not None and not isinstance(steps, list):
+        raise ValueError("steps is a list that receives every stage, or None.")
     parts = list(word)                              # parts[i]: the piece starting at i, or None
     n = len(parts)
     after = list(range(1, n + 1))                   # after[i]: where the next piece starts
@@ -129,6 +171,7 @@ def bpe_tokenizer(vocab, merges):
     """encode(text) -> ids and decode(ids) -> text for a byte-level BPE.
     vocab: token (in byte characters) -> id; merges: the pairs in the order learned.
     Each word's ids are kept once found: prose repeats its words."""
+    _check_bpe(vocab, merges)
     ranks = {tuple(pair): rank for rank, pair in enumerate(merges)}
     tokens = {i: t for t, i in vocab.items()}
     size = max(tokens) + 1 if tokens else 0
@@ -176,15 +219,9 @@ def bpe_tokenizer(vocab, merges):
 
 def read_bpe(folder, vocab_file="vocab.json", merges_file="merges.txt"):
     """vocab.json and merges.txt -> (vocab, merges), each checked: one sentence if wrong."""
-    folder = Path(folder)
+    folder = _folder(folder, "read_bpe")
     vocab = _read_json(folder / vocab_file)
-    if not isinstance(vocab, dict) or not all(
-            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in vocab.values()):
-        raise ValueError(f"{vocab_file} must map each token's text to its id, a whole number "
-                         "from 0 up.")
-    if len(set(vocab.values())) != len(vocab):
-        twice = Counter(vocab.values()).most_common(1)[0][0]
-        raise ValueError(f"{vocab_file} gives the id {twice} to more than one token.")
+    _check_bpe(vocab, [], vocab_file)
     try:
         lines = (folder / merges_file).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as err:
@@ -214,6 +251,8 @@ def gpt2_tokenizer():
 def save_bpe(folder, vocab, merges, overwrite=False):
     """Write vocab.json and merges.txt in GPT-2's format (refusing to replace them unless
     overwrite=True)."""
+    _folder(folder, "save_bpe")
+    _check_bpe(vocab, merges)
     texts = {"vocab.json": json.dumps(vocab, ensure_ascii=False),
              "merges.txt": "#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges)}
     return _write_files(folder, {k: v.encode("utf-8") for k, v in texts.items()}, overwrite)
@@ -223,6 +262,9 @@ def toy_bpe(vocab=VOCAB):
     """The toy's tokens as a byte-level BPE: vocab.json with the ids of VOCAB, and for each
     token in turn the merges that glue its characters, appended after those before it.
     It cuts the toy's texts as encode does: " climbed" -> " climb" + "ed"."""
+    if not isinstance(vocab, (list, tuple)) or not vocab or len(set(vocab)) != len(vocab) \
+            or not all(isinstance(t, str) and t for t in vocab):
+        raise ValueError("toy_bpe takes a list of distinct tokens (strings), such as tm.VOCAB.")
     table = {byte_chars(token): i for i, token in enumerate(vocab)}
     merges = []
     for token in table:
@@ -240,7 +282,11 @@ def toy_bpe(vocab=VOCAB):
 
 def merge_pair(word, pair):
     """A word (a tuple of pieces) with every occurrence of pair glued, left to right."""
-    out, i = [], 0
+    if not isinstance(word, (str, list, tuple)) or not all(isinstance(w, str) for w in word):
+        raise ValueError("merge_pair takes a word as a tuple of pieces, such as ('t', 'h', 'e').")
+    if not isinstance(pair, (list, tuple)) or len(pair) != 2 or not all(isinstance(x, str) for x in pair):
+        raise ValueError("merge_pair takes the pair to glue as two pieces, such as ('t', 'h').")
+    pair, out, i = tuple(pair), [], 0
     while i < len(word):
         if i + 1 < len(word) and (word[i], word[i + 1]) == pair:
             out.append(word[i] + word[i + 1])
@@ -364,7 +410,7 @@ def load_gpt2(folder):
     Everything read is checked against config.json: what is wrong gets one sentence."""
     from safetensors import SafetensorError
     from safetensors.numpy import load_file
-    folder = Path(folder)
+    folder = _folder(folder, "load_gpt2")
     missing = [name for name in GPT2_FILES if not (folder / name).is_file()]
     if missing:
         raise ValueError(f"The folder {folder.name!r} lacks {', '.join(missing)}: a GPT-2 "
@@ -426,7 +472,7 @@ def load_gpt2(folder):
 def _write_files(folder, contents, overwrite):
     """Write {name: bytes} into folder, each beside its final name first and then renamed
     over it, so that a failure leaves the files already there as they were."""
-    folder = Path(folder)
+    folder = Path(folder)                           # checked by the callers
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"{str(folder)!r} is a file, not a folder: choose a folder to save into.")
     there = [name for name in contents if (folder / name).exists()]
@@ -457,6 +503,7 @@ def save_gpt2(folder, params=PARAMS, n_head=N_HEAD, overwrite=False):
     written; a folder that already holds a checkpoint is left alone unless overwrite=True.
     Returns the folder."""
     from safetensors.numpy import save
+    _folder(folder, "save_gpt2")
     n_head = check_params(params, n_head)
     if overwrite is not True and overwrite is not False:
         raise ValueError(f"overwrite is True or False, not {overwrite!r}.")
@@ -490,7 +537,7 @@ def save_gpt2(folder, params=PARAMS, n_head=N_HEAD, overwrite=False):
 
 def save_toy_as_gpt2(folder, overwrite=False):
     """The toy as a GPT-2 folder: its weights (save_gpt2) and its tokens as a BPE (toy_bpe)."""
-    folder = Path(folder)
+    folder = _folder(folder, "save_toy_as_gpt2")
     there = [n for n in GPT2_FILES if (folder / n).exists()] if folder.is_dir() else []
     if there and not overwrite:
         raise ValueError(f"{str(folder)!r} already holds {', '.join(there)}: choose another "
@@ -503,6 +550,10 @@ def save_toy_as_gpt2(folder, overwrite=False):
 def find_gpt2(folder=None, variable="GPT2_DIR"):
     """(folder, sentence): the folder given (else the one the environment variable GPT2_DIR
     names) when it holds GPT-2's four files, else None; the sentence says what was found."""
+    if not isinstance(variable, str):
+        raise ValueError(f"variable is the name of an environment variable, not {variable!r:.40}.")
+    if folder not in (None, ""):
+        _folder(folder, "find_gpt2")
     name = str(folder) if folder not in (None, "") else os.environ.get(variable, "")
     where = f"the folder {name!r}" if folder not in (None, "") else variable
     if not name:
@@ -533,13 +584,23 @@ def download_gpt2(folder="gpt2", repo=GPT2_REPO):
 
 def count_params(params):
     """How many numbers the weights hold (w_u only when it is not wte^T itself)."""
-    if isinstance(params, dict):
-        w_u = params.get("w_u")
-        shared = w_u is not None and "wte" in params and np.shares_memory(w_u, params["wte"])
-        return sum(count_params(v) for k, v in params.items() if not (k == "w_u" and shared))
-    if isinstance(params, list):
-        return sum(count_params(v) for v in params)
-    return int(np.size(params))
+    if not isinstance(params, (dict, list, np.ndarray)):
+        raise ValueError(f"count_params takes the weights (a dict such as tm.PARAMS, a list or "
+                         f"an array), not {type(params).__name__}.")
+    return _numbers(params)
+
+
+def _numbers(tree):
+    if isinstance(tree, dict):
+        w_u = tree.get("w_u")
+        shared = isinstance(w_u, np.ndarray) and isinstance(tree.get("wte"), np.ndarray) \
+            and np.shares_memory(w_u, tree["wte"])
+        return sum(_numbers(v) for k, v in tree.items() if not (k == "w_u" and shared))
+    if isinstance(tree, list):
+        return sum(_numbers(v) for v in tree)
+    if isinstance(tree, (np.ndarray, int, float, np.number)) and not isinstance(tree, bool):
+        return int(np.size(tree))
+    raise ValueError(f"count_params counts arrays of numbers, not {type(tree).__name__}.")
 
 
 def token_texts(lab, ids):
@@ -547,6 +608,9 @@ def token_texts(lab, ids):
     "\\n" for a character that does not print."""
     def printable(c):
         return c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+    if not isinstance(lab, dict) or not callable(lab.get("decode")):
+        raise ValueError("token_texts takes a loaded model (lab = tm.load_gpt2(folder)) and ids.")
+    ids = as_ids(ids, "token_texts", 2**62)
     return ["".join(map(printable, show(lab["decode"]([i])))) for i in ids]
 
 
@@ -561,8 +625,14 @@ def gpt2_small_shapes(seed=0, n_layer=12, d=768, vocab=50257, n_ctx=1024):
     124 million numbers one by one from a random generator takes seconds, so a block of
     2^20 random numbers (normal, spread 0.02) is repeated to fill one buffer, and every
     weight is a view into it: the values do not matter for what is measured."""
+    seed = check_seed(seed)
+    n_layer, d, vocab, n_ctx = (_count(n, what) for n, what in
+                                ((n_layer, "n_layer"), (d, "d"), (vocab, "vocab"), (n_ctx, "n_ctx")))
     shapes = _shapes(n_layer, d, 4 * d, vocab, n_ctx)
     total = sum(int(np.prod(s)) for s in shapes.values())
+    if total > 4 * 124_439_808:
+        raise ValueError(f"These sizes make {total:,} numbers; gpt2_small_shapes builds at most "
+                         "four times GPT-2 small's 124,439,808 (2 GB of float32).")
     block = np.random.default_rng(seed).standard_normal(1 << 20, dtype=np.float32) * np.float32(0.02)
     buffer = np.empty(total, np.float32)
     filled = min(len(block), total)
@@ -592,6 +662,7 @@ def gpt2_small_shapes(seed=0, n_layer=12, d=768, vocab=50257, n_ctx=1024):
 def params_by_part(params):
     """{part: how many numbers}: token embeddings (wte), positions (wpe), attention,
     MLP, LayerNorms, and the output layer's own W_U (0 when tied to wte)."""
+    check_params(params, 1)
     parts = Counter()
     shared = "w_u" in params and np.shares_memory(params["w_u"], params["wte"])
 
@@ -609,6 +680,9 @@ def params_by_part(params):
 
 def time_generation(ids, params, n_head, n_new, cache):
     """Seconds to generate n_new tokens greedily after ids (no end-of-text stop)."""
+    check_params(params, n_head)
+    if not isinstance(cache, (bool, np.bool_)):
+        raise ValueError(f"cache is True or False, not {cache!r:.40}.")
     start = time.perf_counter()
     steps = generate(ids, params=params, n_head=n_head, max_new=n_new, eot=None, cache=cache)
     return time.perf_counter() - start, len(steps)
@@ -618,9 +692,12 @@ def tokenizers_merges(text, n_merges):
     """The first n_merges merges Hugging Face's BpeTrainer learns from text, byte-level as
     GPT-2's (the `tokenizers` package, Rust): to compare with train_bpe's."""
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    _text(text, "tokenizers_merges")
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    trainer = trainers.BpeTrainer(vocab_size=256 + _count(n_merges, "n_merges", low=0),
+    if _count(n_merges, "n_merges", low=0) > 1_000_000:
+        raise ValueError(f"n_merges is at most 1,000,000 here (GPT-2 has 50,000), not {n_merges}.")
+    trainer = trainers.BpeTrainer(vocab_size=256 + n_merges,
                                   show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator([text], trainer)

@@ -109,3 +109,20 @@ def test_every_printed_output_of_the_lab_names_the_model_that_made_it():
             if text and not any(m in text.splitlines()[0] for m in models):
                 unnamed.append((i, text.splitlines()[0]))
     assert not unnamed, f"outputs whose first line names no model: {unnamed}"
+
+
+@pytest.mark.parametrize("sizes, sentence", [
+    (dict(d=10**6), "at most four times GPT-2 small's"), (dict(n_layer=0), "n_layer must be a whole"),
+    (dict(vocab=2.5), "vocab must be a whole"), (dict(seed=-1), "seed")])
+def test_gpt2_small_shapes_refuses_sizes_it_cannot_build(sizes, sentence):
+    with pytest.raises(ValueError, match=sentence):
+        tm.gpt2_small_shapes(**sizes)
+
+
+def test_the_cost_helpers_name_a_bad_input():
+    with pytest.raises(ValueError, match="params must be the weights' dict"):
+        tm.params_by_part(None)
+    with pytest.raises(ValueError, match="count_params takes the weights"):
+        tm.count_params(None)
+    with pytest.raises(ValueError, match="cache is True or False"):
+        tm.time_generation([1, 2], tm.PARAMS, 2, 1, cache="yes")
