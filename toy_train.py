@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from toy_checks import _count, _short, as_ids, check_ids, check_seed
+from toy_checks import (BLOCK_SHAPES, _at, _count, _short, as_ids, as_layer, as_numbers, check_ids,
+                        check_n_head, check_params, check_seed)
 from toy_model import (EOT, N_CTX, N_HEAD, PARAMS, VOCAB, _ln_params, attention, block,
                        cross_entropy, decode, encode, forward, get_weight, gelu, layer_norm,
                        mlp, multi_head, replace_weight, softmax, tree_map, walk, weight_name,
@@ -29,11 +30,54 @@ from toy_model import (EOT, N_CTX, N_HEAD, PARAMS, VOCAB, _ln_params, attention,
 
 def transpose(a):
     """Swap the last two axes: k^T for one text [n, d] or for each text of a batch."""
-    return a.swapaxes(-1, -2)
+    return as_numbers(a, "transpose", min_dims=2).swapaxes(-1, -2)
+
+
+# Each twin checks what comes in, as the forward functions do: arrays of real numbers of
+# ordinary size whose shapes fit together, or one sentence saying which do not.
+
+def _same_shape(who, **arrays):
+    """The arrays (as numbers, at least one axis) if they all have the first one's shape."""
+    out = [as_numbers(a, f"{who} ({name})", min_dims=1) for name, a in arrays.items()]
+    shapes = {name: a.shape for name, a in zip(arrays, out)}
+    if len(set(shapes.values())) > 1:
+        raise ValueError(f"{who} needs arrays of one shape: " +
+                         ", ".join(f"{name} {shape}" for name, shape in shapes.items()) + ".")
+    return out
+
+
+def _fit(ok, who, what):
+    if not ok:
+        raise ValueError(f"{who}: {what}.")
+
+
+def _layer(layer, who, d_in, d_out=None):
+    """A linear layer's (w [d_in, d_out], b [d_out]) with d_in rows, or one sentence."""
+    layer = as_layer(layer, who)
+    w = as_numbers(layer["w"], f"{who} (its w)", min_dims=2)
+    b = as_numbers(layer["b"], f"{who} (its b)", min_dims=1)
+    _fit(w.ndim == 2 and w.shape[0] == d_in and (d_out is None or w.shape[1] == d_out)
+         and b.shape == w.shape[1:], who, f"its w must be [{d_in}, {d_out or 'd_out'}] and b "
+         f"[d_out], not {w.shape} and {b.shape}")
+    return {"w": w, "b": b}
+
+
+def _block(blk, d, who):
+    """A block's weights with consistent shapes for rows of d numbers, or one sentence."""
+    _fit(isinstance(blk, dict), who, "blk must be one block's weights (tm.PARAMS['blocks'][0])")
+    m = np.shape(_at(blk, "mlp.c_fc.w") if _at(blk, "mlp.c_fc.w") is not None else ())
+    sizes = {"d": d, "3d": 3 * d, "m": m[-1] if len(m) == 2 else 0}
+    for name, dims in BLOCK_SHAPES.items():
+        w, want = _at(blk, name), tuple(sizes[k] for k in dims.split())
+        _fit(w is not None and np.shape(w) == want, who,
+             f"the block's {name} must have shape {want}, not {np.shape(w) if w is not None else 'none'}")
+        as_numbers(w, f"{who} ({name})", min_dims=1)
+    return blk
 
 
 def softmax_cross_entropy_backward(logits, targets):
     """d loss / d logits: (p - onehot(target)) / (number graded), row by row; 0 on padding."""
+    cross_entropy(logits, targets)                          # checks both, as the loss does
     targets = np.asarray(targets)
     graded = targets >= 0
     p = softmax(logits)                                     # [..., n, V]
@@ -44,6 +88,12 @@ def softmax_cross_entropy_backward(logits, targets):
 def linear_backward(dout, x, w):
     """out = x w + b. Returns dx (x's shape), dw [d_in, d_out], db [d_out]; the weights'
     gradients add up over every row of every text."""
+    x = as_numbers(x, "linear_backward (x)", min_dims=1)
+    w = as_numbers(w, "linear_backward (w)", min_dims=2)
+    dout = as_numbers(dout, "linear_backward (dout)", min_dims=1)
+    _fit(w.ndim == 2 and x.shape[-1] == w.shape[0] and dout.shape == x.shape[:-1] + w.shape[1:],
+         "linear_backward", f"for out = x w + b, x [..., d_in], w [d_in, d_out] and dout "
+         f"[..., d_out] must fit, not {x.shape}, {w.shape} and {dout.shape}")
     rows_x, rows_dout = x.reshape(-1, x.shape[-1]), dout.reshape(-1, dout.shape[-1])
     return dout @ w.T, rows_x.T @ rows_dout, rows_dout.sum(axis=0)
 
@@ -52,6 +102,12 @@ def layer_norm_backward(dout, x, g, eps=1e-5):
     """out = g * xhat + b, xhat = (x - mean) / std row by row. Returns dx, dg [d], db [d].
 
     Moving one entry of x also moves its row's mean and std: hence the two averages."""
+    dout, x = _same_shape("layer_norm_backward", dout=dout, x=x)
+    g = as_numbers(g, "layer_norm_backward (g)")
+    _fit(g.shape in ((), x.shape[-1:]), "layer_norm_backward", f"g must have one number per "
+         f"column of x ({x.shape[-1]}), not shape {g.shape}")
+    _fit(_is_number(eps) and eps >= 0, "layer_norm_backward", f"eps must be a number, 0 or more "
+         f"(GPT-2's is 1e-5), not {eps!r}")
     std = np.sqrt(x.var(axis=-1, keepdims=True) + eps)
     xhat = (x - x.mean(axis=-1, keepdims=True)) / std
     dxhat = dout * g                                        # [..., n, d]
@@ -63,6 +119,7 @@ def layer_norm_backward(dout, x, g, eps=1e-5):
 
 def gelu_backward(dout, x):
     """dout times GELU's slope at x (the tanh form, by the chain rule)."""
+    dout, x = _same_shape("gelu_backward", dout=dout, x=x)
     c, x2 = np.sqrt(2 / np.pi), x * x
     t = np.tanh(c * x * (1 + 0.044715 * x2))
     slope = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x2)
@@ -72,6 +129,9 @@ def gelu_backward(dout, x):
 def mlp_backward(dout, x, c_fc, c_proj, trace=None):
     """Back through narrow, GELU, widen. Returns dx and the MLP's gradients. (trace: what
     mlp() recorded for this x, if kept; otherwise the forward pass is run again.)"""
+    dout, x = _same_shape("mlp_backward", dout=dout, x=x)
+    c_fc = _layer(c_fc, "mlp_backward (c_fc)", x.shape[-1])
+    c_proj = _layer(c_proj, "mlp_backward (c_proj)", c_fc["w"].shape[1], x.shape[-1])
     if trace is None:
         trace = {}
         mlp(x, c_fc, c_proj, trace=trace)
@@ -84,6 +144,7 @@ def mlp_backward(dout, x, c_fc, c_proj, trace=None):
 def softmax_backward(dout, p):
     """Back through p = softmax(s) by rows: ds = p * (dp - sum(p * dp)). Each p_j moves
     with every score of its row, so each score collects from all of them."""
+    dout, p = _same_shape("softmax_backward", dout=dout, p=p)
     return p * (dout - (dout * p).sum(axis=-1, keepdims=True))
 
 
@@ -94,6 +155,17 @@ def attention_backward(dout, q, k, v, mask=True, weights=None):
     A masked probability is exactly 0, but the loss still has a slope with respect to it
     (dA = dout v^T is not 0 there). What is exactly 0 is the gradient of its *score*:
     softmax's backward multiplies by p = 0. So nothing reaches a later position's q or k."""
+    dout, q, k, v = (as_numbers(a, f"attention_backward ({name})", min_dims=2)
+                     for name, a in zip(["dout", "q", "k", "v"], [dout, q, k, v]))
+    _fit(k.shape == v.shape and q.shape[:-2] == k.shape[:-2] and q.shape[-1] == k.shape[-1]
+         and q.shape[-2] <= k.shape[-2] and dout.shape == q.shape, "attention_backward",
+         f"q [m, d_head], k and v [n, d_head] (m <= n) and dout [m, d_head] must fit, not "
+         f"{q.shape}, {k.shape}, {v.shape} and {dout.shape}")
+    _fit(isinstance(mask, (bool, np.bool_)), "attention_backward", "mask is True or False")
+    if weights is not None:
+        weights = as_numbers(weights, "attention_backward (weights)", min_dims=2)
+        _fit(weights.shape == q.shape[:-1] + k.shape[-2:-1], "attention_backward",
+             f"weights must be [m, n] = {q.shape[:-1] + k.shape[-2:-1]}, not {weights.shape}")
     if weights is None:
         trace = {}
         attention(q, k, v, mask, trace=trace)
@@ -107,6 +179,13 @@ def attention_backward(dout, q, k, v, mask=True, weights=None):
 def multi_head_backward(dout, x, c_attn, c_proj, n_head, mask=True, trace=None):
     """Back through W_O, each head, and the q/k/v projection. Returns dx and the gradients.
     (trace: what multi_head recorded for this x; otherwise the forward pass runs again.)"""
+    dout, x = _same_shape("multi_head_backward", dout=dout, x=x)
+    d = x.shape[-1]
+    c_attn = _layer(c_attn, "multi_head_backward (c_attn)", d, 3 * d)
+    c_proj = _layer(c_proj, "multi_head_backward (c_proj)", d, d)
+    n_head = check_n_head(n_head, d)
+    _fit(isinstance(mask, (bool, np.bool_)), "multi_head_backward", "mask is True or False")
+    _fit(x.ndim >= 2, "multi_head_backward", "x needs one row per position, [n, d]")
     if trace is None:
         trace = {}
         multi_head(x, c_attn, c_proj, n_head, mask, trace=trace)
@@ -125,6 +204,10 @@ def block_backward(dy, x, blk, n_head, trace=None):
 
     A residual add hands its gradient to both of its inputs unchanged: dy reaches h
     directly and through the MLP; dh reaches x directly and through attention."""
+    dy, x = _same_shape("block_backward", dy=dy, x=x)
+    _fit(x.ndim >= 2, "block_backward", "x needs one row per position, [n, d]")
+    blk = _block(blk, x.shape[-1], "block_backward")
+    n_head = check_n_head(n_head, x.shape[-1])
     if trace is None:
         trace = {}
         block(x, blk, n_head, trace=trace)
@@ -146,7 +229,13 @@ def unembed_backward(dlogits, f, w_u):
 def embed_backward(dx, ids, wte, wpe):
     """x = wte[ids] + wpe[:n]: each row's gradient goes to its token's row of wte (a token
     used twice collects both) and to its position's row of wpe."""
-    ids = np.asarray(ids)
+    wte = as_numbers(wte, "embed_backward (wte)", min_dims=2)
+    wpe = as_numbers(wpe, "embed_backward (wpe)", min_dims=2)
+    ids = np.asarray(check_ids(ids, len(wpe), len(wte)))
+    dx = as_numbers(dx, "embed_backward (dx)", min_dims=2)
+    _fit(wte.ndim == wpe.ndim == 2 and dx.shape == ids.shape + wte.shape[1:], "embed_backward",
+         f"dx must have one row of d = {wte.shape[-1]} numbers per id, {ids.shape + wte.shape[1:]}, "
+         f"not {dx.shape}")
     d = dx.shape[-1]
     dwte, dwpe = np.zeros(np.shape(wte)), np.zeros(np.shape(wpe))
     np.add.at(dwte, ids.reshape(-1), dx.reshape(-1, d))
@@ -158,6 +247,12 @@ def backward(dlogits, ids, params=PARAMS, n_head=N_HEAD, trace=None):
     """Every weight's gradient, given d loss / d logits: each step of the forward pass
     undone in reverse. The result has exactly params' layout. trace: what forward() kept
     for these ids (if None, the forward pass is run again)."""
+    n_head = check_params(params, n_head)
+    ids = check_ids(ids, len(params["wpe"]), len(params["wte"]))
+    dlogits = as_numbers(dlogits, "backward (dlogits)", min_dims=2)
+    _fit(dlogits.shape == np.shape(ids) + (len(params["wte"]),), "backward",
+         f"dlogits must have one row of V = {len(params['wte'])} numbers per id, "
+         f"{np.shape(ids) + (len(params['wte']),)}, not {dlogits.shape}")
     if trace is None:
         trace = {}
         forward(ids, params, n_head, trace=trace)
@@ -248,8 +343,8 @@ def _positive(x, what):
 
 def check_grads(params, grads):
     """grads must have params' layout, each gradient its weight's shape, and be finite."""
-    weights = leaves(params)
-    found = leaves(grads) if isinstance(grads, (dict, list)) else {}
+    weights = _leaves(params)
+    found = _leaves(grads) if isinstance(grads, (dict, list)) else {}
     if list(found) != list(weights):
         odd = sorted(set(weights) ^ set(found)) or list(weights)
         raise ValueError(f"The gradients must have the weights' layout (one per weight, as "
@@ -264,7 +359,7 @@ def check_grads(params, grads):
                              "loss has diverged; take a smaller learning rate.")
 
 
-def leaves(tree):
+def _leaves(tree):
     """{dotted name: array} for every weight of a tree, in the tree's order (one walk)."""
     found = {}
     walk(lambda path, leaf: found.__setitem__(weight_name(path), leaf), tree)
@@ -302,6 +397,11 @@ def learning_rate(step, lr, steps, warmup=0, decay=False):
     """The learning rate at `step` (0, 1, ..., steps - 1): a linear warmup from lr / warmup
     to lr over the first `warmup` steps, then lr, or with decay=True a cosine from lr down
     to lr / 10 at the last step (nanoGPT's schedule)."""
+    steps, lr = _count(steps, "steps"), _positive(lr, "The learning rate lr")
+    step, warmup = _count(step, "step", low=0), _count(warmup, "warmup", low=0)
+    _fit(step < steps and (warmup < steps or not warmup) and isinstance(decay, bool),
+         "learning_rate", f"step counts from 0 to steps - 1 = {steps - 1}, warmup is shorter "
+         f"than the run, and decay is True or False (got step {step}, warmup {warmup})")
     if step < warmup:
         return lr * (step + 1) / warmup
     if not decay:
@@ -312,13 +412,20 @@ def learning_rate(step, lr, steps, warmup=0, decay=False):
 
 def grad_norm(grads):
     """The length of the whole gradient: the square root of the sum of every entry squared."""
-    return float(np.sqrt(sum(float((np.asarray(g) ** 2).sum()) for g in leaves(grads).values())))
+    return float(np.sqrt(sum(float((g ** 2).sum()) for g in _grad_leaves(grads, "grad_norm"))))
+
+
+def _grad_leaves(grads, who):
+    _fit(isinstance(grads, (dict, list)) and grads, who, "grads must be a tree of gradients, "
+         "as loss_and_grads returns them")
+    return [as_numbers(g, f"{who} (the gradient {name!r})") for name, g in _leaves(grads).items()]
 
 
 def clip_gradients(grads, max_norm):
     """Gradient clipping: if the whole gradient is longer than max_norm, shrink it to that
     length (every entry by the same factor, so its direction stays). Returns (grads, norm
     before clipping)."""
+    max_norm = _positive(max_norm, "max_norm")
     norm = grad_norm(grads)
     if norm <= max_norm:
         return grads, norm
@@ -385,8 +492,19 @@ def check_corpus(corpus):
 
 def load_corpus(path=None):
     """The course's corpus, data/corpus.txt next to this file (or the file at path)."""
-    path = DATA / "corpus.txt" if path is None else path
-    return read_corpus(Path(path).read_text(encoding="utf-8"))
+    path = _path(DATA / "corpus.txt" if path is None else path, "load_corpus")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        raise ValueError(f"{str(path)!r} is not a text file that can be read: a corpus is a "
+                         "text file, one sentence per line.") from None
+    return read_corpus(text)
+
+
+def _path(path, who):
+    if not isinstance(path, (str, Path)):
+        raise ValueError(f"{who} takes a file's path, not {_short(path)!r}.")
+    return Path(path)
 
 
 def load_heldout():
@@ -403,7 +521,7 @@ def load_sweep(path=None):
     {"lr", "steps", "seeds", "recipes", "runs": [{"seed", "arm", "recipe", "history",
     "p_roof_cat", "p_roof_dog", "heldout"}, ...]}."""
     import json
-    path = Path(DATA / "seed_sweep.json" if path is None else path)
+    path = _path(DATA / "seed_sweep.json" if path is None else path, "load_sweep")
     try:
         sweep = json.loads(path.read_text("utf-8"))
     except (OSError, ValueError):
