@@ -92,6 +92,9 @@ def _every(every):
 
 def loss_curves(histories, title="Loss during training"):
     """A static plot of finished runs: {label: loss history}, one line each."""
+    if not isinstance(histories, dict) or not histories or not all(
+            isinstance(h, (list, tuple, np.ndarray)) and len(h) > 1 for h in histories.values()):
+        raise ValueError("loss_curves takes {label: loss history}, as train returns the history.")
     steps = max(len(h) for h in histories.values()) - 1
     fig, ax = new_figure(7.2, 3.2)
     loss_axes(ax, steps, title)
@@ -210,6 +213,8 @@ def recipe_curves(sweep, bounds=()):
     """One panel per training recipe of a seed sweep (tm.load_sweep()): every run's loss
     curve, own W_U in blue and tied in orange, on a log scale so that the end of training
     and a sudden jump both show. bounds: (value, label) pairs drawn as dashed lines."""
+    if not isinstance(sweep, dict) or not {"recipes", "runs", "seeds"} <= sweep.keys():
+        raise ValueError("recipe_curves takes a seed sweep, as tm.load_sweep() returns it.")
     recipes = sweep["recipes"]
     fig, _ = new_figure(7.2, 4.6)
     fig.clear()
