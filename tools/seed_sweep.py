@@ -62,6 +62,8 @@ def main():
     parser.add_argument("--steps", type=int, default=600, help="steps per run (default 600)")
     parser.add_argument("--out", type=Path, default=ROOT / "data" / "seed_sweep.json")
     args = parser.parse_args()
+    if args.seeds < 1 or args.steps < 1:
+        parser.error("--seeds and --steps must be at least 1")
     start = time.time()
     result = sweep(range(args.seeds), args.steps)
     text = json.dumps(result, separators=(",", ":"))
