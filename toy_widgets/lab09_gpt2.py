@@ -22,6 +22,13 @@ def lab_attention(lab, text="the cat climbed the"):
     with the sliders, type a text and press Enter; the heat map shows that head's weights,
     one row per token looking, one column per token looked at. A model of one block has
     no layer to pick: its layer slider is hidden."""
+    if not isinstance(lab, dict) or not {"params", "n_head", "encode"} <= lab.keys():
+        raise ValueError("lab_attention takes a loaded model, lab = tm.load_gpt2(folder), "
+                         f"not {type(lab).__name__}.")
+    if not isinstance(text, str):
+        raise ValueError(f"lab_attention's text is a string, such as 'the cat climbed the', "
+                         f"not {type(text).__name__}.")
+    _model.check_params(lab["params"], lab["n_head"])
     blocks, n_head = lab["params"]["blocks"], lab["n_head"]
     fig, ax = live_figure("lab-attention", 6.4, 4.8)
     layer_box = widgets.IntSlider(value=1, min=1, max=len(blocks), description="layer")
