@@ -136,7 +136,9 @@ def bpe(word, ranks, steps=None):
     receives every stage.
 
     The pairs wait in a heap ordered by (rank, place), so each merge costs a few steps
-    whatever the word's length: a word of n characters takes about n log n, not n²."""
+    whatever the word's length: a word of n characters takes about n log n, not n². The
+    heap holds each (rank, place) as the one number rank * n + place, which sorts the same
+    way and compares faster."""
     _text(word, "bpe")
     if not isinstance(ranks, dict):
         raise ValueError("bpe takes the merges' ranks as a dict, {(piece, piece): rank}.")
@@ -146,10 +148,10 @@ def bpe(word, ranks, steps=None):
     n = len(parts)
     after = list(range(1, n + 1))                   # after[i]: where the next piece starts
     before = list(range(-1, n - 1))
-    heap = [(ranks[pair], i) for i, pair in enumerate(zip(parts, parts[1:])) if pair in ranks]
+    heap = [ranks[pair] * n + i for i, pair in enumerate(zip(parts, parts[1:])) if pair in ranks]
     heapq.heapify(heap)
     while heap:
-        rank, i = heapq.heappop(heap)
+        rank, i = divmod(heapq.heappop(heap), n)
         j = after[i]
         if parts[i] is None or j >= n or ranks.get((parts[i], parts[j])) != rank:
             continue                                # a pair that an earlier merge broke up
@@ -161,7 +163,7 @@ def bpe(word, ranks, steps=None):
             if left >= 0 and after[left] < n:
                 new = ranks.get((parts[left], parts[after[left]]))
                 if new is not None:
-                    heapq.heappush(heap, (new, left))
+                    heapq.heappush(heap, new * n + left)
         if steps is not None:
             steps.append([p for p in parts if p is not None])
     return [p for p in parts if p is not None]
