@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import regex
 
-from toy_checks import _count, as_ids, check_params, check_seed
+from toy_checks import _at, _count, as_ids, check_params, check_seed
 from toy_model import N_HEAD, PARAMS, VOCAB, generate, show, walk, weight_name
 
 # toy_model's functions run GPT-2 small (12 blocks, 12 heads, d = 768, 50,257 tokens) as
@@ -354,6 +354,19 @@ def _layers(n_layer):
     return pairs + [("ln_f.weight", ("ln_f", "g")), ("ln_f.bias", ("ln_f", "b"))]
 
 
+def _params_tree(n_layer, weight):
+    """PARAMS' layout filled with weight(name in the checkpoint) for every weight."""
+    params = {"wte": weight("wte.weight"), "wpe": weight("wpe.weight"), "ln_f": {},
+              "blocks": [{"ln_1": {}, "attn": {"c_attn": {}, "c_proj": {}}, "ln_2": {},
+                          "mlp": {"c_fc": {}, "c_proj": {}}} for _ in range(n_layer)]}
+    for name, (*where, key) in _layers(n_layer):
+        node = params
+        for step in where:
+            node = node[step]
+        node[key] = weight(name)
+    return params
+
+
 def _shapes(n_layer, d, m, vocab, n_ctx):
     """Every weight's shape in a checkpoint of these sizes (m: the MLP's width)."""
     per_part = {"ln_1": [d], "ln_2": [d], "ln_f": [d], "attn.c_attn": [d, 3 * d],
@@ -446,16 +459,7 @@ def load_gpt2(folder):
     def weight(name):
         return np.asarray(stored[name], dtype=np.float32)     # no copy if already float32
 
-    blocks = [{"ln_1": {}, "attn": {"c_attn": {}, "c_proj": {}}, "ln_2": {},
-               "mlp": {"c_fc": {}, "c_proj": {}}} for _ in range(L)]
-    params = {"wte": weight("wte.weight"), "wpe": weight("wpe.weight"), "blocks": blocks,
-              "ln_f": {}}
-    for name, path in _layers(L):
-        *where, key = path
-        node = params
-        for step in where:
-            node = node[step]
-        node[key] = weight(name)
+    params = _params_tree(L, weight)
     tied = config.get("tie_word_embeddings", True) or "lm_head.weight" not in stored
     if not tied and tuple(stored["lm_head.weight"].shape) != shapes["wte.weight"]:
         raise ValueError(f"lm_head.weight has shape {tuple(stored['lm_head.weight'].shape)}, "
@@ -522,11 +526,8 @@ def save_gpt2(folder, params=PARAMS, n_head=N_HEAD, overwrite=False):
         "bos_token_id": int(vocab_size) - 1, "eos_token_id": int(vocab_size) - 1,  # last id
     }
     tensors = {"wte.weight": params["wte"], "wpe.weight": params["wpe"]}
-    for name, path in _layers(len(params["blocks"])):
-        node = params
-        for step in path:
-            node = node[step]
-        tensors[name] = node
+    tensors.update((name, _at(params, weight_name(path)))
+                   for name, path in _layers(len(params["blocks"])))
     tensors = {f"transformer.{name}": w for name, w in tensors.items()}
     if not tied:
         tensors["lm_head.weight"] = np.transpose(params["w_u"])              # [V, d]
@@ -619,8 +620,6 @@ def token_texts(lab, ids):
 # What GPT-2 small costs. Its size, memory and time do not depend on what its weights are,
 # so random numbers of its shapes measure them without the download.
 
-GPT2_SMALL = {"n_layer": 12, "n_head": 12, "d": 768, "vocab": 50257, "n_ctx": 1024}
-
 
 def gpt2_small_shapes(seed=0, n_layer=12, d=768, vocab=50257, n_ctx=1024):
     """Random float32 weights of GPT-2 small's shapes, tied (w_u is wte^T, a view). Filling
@@ -648,15 +647,8 @@ def gpt2_small_shapes(seed=0, n_layer=12, d=768, vocab=50257, n_ctx=1024):
         size = int(np.prod(shape))
         views[name] = buffer[start:start + size].reshape(shape)
         start += size
-    params = {"wte": views["wte.weight"], "wpe": views["wpe.weight"], "ln_f": {},
-              "blocks": [{"ln_1": {}, "attn": {"c_attn": {}, "c_proj": {}}, "ln_2": {},
-                          "mlp": {"c_fc": {}, "c_proj": {}}} for _ in range(n_layer)]}
-    for name, path in _layers(n_layer):
-        *where, key = path
-        node = params
-        for step in where:
-            node = node[step]
-        node[key] = views[name] + 1 if key == "g" else views[name]   # gains near 1
+    gains = {n for n, (*_, key) in _layers(n_layer) if key == "g"}        # near 1
+    params = _params_tree(n_layer, lambda n: views[n] + 1 if n in gains else views[n])
     params["w_u"] = params["wte"].T
     return params
 
