@@ -270,3 +270,15 @@ def test_the_toys_bpe_decode_takes_token_ids_only(bad, sentence):
     _, decode = tm.bpe_tokenizer(*tm.toy_bpe())
     with pytest.raises(ValueError, match=sentence):
         decode(bad)
+
+
+def test_gpt2s_tokenizer_needs_no_network(monkeypatch):
+    """Its files come with an installed package: any connection attempt fails the test."""
+    import socket
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("the tokenizer tried to reach the network")
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    encode, decode, vocab, _ = tm.gpt2_tokenizer()
+    assert decode(encode("the cat climbed the")) == "the cat climbed the" and len(vocab) == 50257
