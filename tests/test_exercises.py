@@ -45,25 +45,77 @@ def solved(key):
 
 # --- numbers and counts ---------------------------------------------------------------
 
+def units(spec, k):
+    """The answer moved by k units of the last decimal asked for, as the learner would type it."""
+    return tm.fmt(spec["answer"] + k * 10.0 ** -spec["decimals"], spec["decimals"])
+
+
 @pytest.mark.parametrize("key", kind("number", "count"))
-def test_the_right_answer_and_a_value_within_tolerance_pass(key):
+def test_the_answer_to_the_asked_decimals_is_right_and_the_verdict_prints_the_worked_answer(key):
+    """One rule: the question asks for d decimals, the checker compares d decimals, and
+    "Right: ..." prints the value the worked answer prints, fmt(answer, d)."""
     spec = facts(key)
+    shown = tm.fmt(spec["answer"], spec["decimals"])
+    assert shown in spec["solution"], f"the worked answer of {key} does not print {shown}"
     box = tm.exercise(key)
-    assert box.try_answer(typed(spec["answer"], spec)).startswith("Right") and box.right is True
+    assert box.try_answer(shown) == f"Right: {shown}." and box.right is True
     if spec["kind"] == "number":
-        for near in (spec["answer"] + 0.9 * spec["tol"], spec["answer"] - 0.9 * spec["tol"]):
-            assert box.try_answer(repr(float(near))).startswith("Right"), near
-        assert not box.try_answer(repr(float(spec["answer"] + 1.5 * spec["tol"]))).startswith("Right")
+        more = f"{spec['answer']:.{spec['decimals'] + 4}f}"      # more decimals: the same verdict
+        assert tm.exercise(key).try_answer(more) == f"Right: {shown}."
+
+
+@pytest.mark.parametrize("key", kind("number", "count"))
+def test_one_unit_off_in_the_last_decimal_is_not_right(key):
+    """Pins the window: a looser tolerance (the old "2 units of the last decimal") fails here."""
+    spec = facts(key)
+    for k in (1, -1, 2, -2):
+        message = tm.exercise(key).try_answer(units(spec, k))
+        assert not message.startswith("Right"), (key, units(spec, k), message)
+
+
+@pytest.mark.parametrize("key", kind("number"))
+def test_a_last_decimal_off_by_up_to_three_is_close_and_by_more_is_not(key):
+    spec = facts(key)
+    hinted = {tm.fmt(w, spec["decimals"]) for w, _ in spec["hints"]}
+    close = "Close, but the last decimal is off: keep every decimal in the steps in between."
+    for k in (1, -1, tw.CLOSE_UNITS, -tw.CLOSE_UNITS):
+        if units(spec, k) not in hinted:
+            assert tm.exercise(key).try_answer(units(spec, k)) == close, (key, k)
+    for k in (tw.CLOSE_UNITS + 2, -tw.CLOSE_UNITS - 2, 10, -10):
+        assert not tm.exercise(key).try_answer(units(spec, k)).startswith("Close"), (key, k)
+    assert tw.CLOSE_UNITS == 3
+
+
+@pytest.mark.parametrize("key", kind("number"))
+def test_fewer_decimals_than_asked_is_never_right(key):
+    spec = facts(key)
+    d = spec["decimals"]
+    for fewer in range(d):
+        message = tm.exercise(key).try_answer(tm.fmt(spec["answer"], fewer))
+        assert message.startswith(f"Close: give {d} decimal{'s' if d > 1 else ''}"), (key, fewer, message)
+
+
+def test_the_two_cases_that_disagreed_before():
+    """A value one unit off was "Right" and echoed back, and a 2-decimal value passed."""
+    for key in kind("number"):
+        spec = facts(key)
+        if spec["decimals"] == 3:
+            off = units(spec, 1)
+            assert tm.exercise(key).try_answer(off).startswith("Close"), key
+            assert tm.exercise(key).try_answer(tm.fmt(spec["answer"], 2)).startswith("Close: give 3 decimals")
 
 
 @pytest.mark.parametrize("key", kind("number", "count"))
 def test_each_hint_is_reached_by_its_wrong_value(key):
     spec = facts(key)
     assert spec["hints"], "a number exercise names at least one likely mistake"
-    wrongs = [w for w, _ in spec["hints"]]
-    apart = spec["tol"] * (1 if spec["kind"] == "count" else 2)
-    assert all(abs(w - spec["answer"]) > apart for w in wrongs), "a hint equals the answer"
-    assert all(abs(a - b) > apart for i, a in enumerate(wrongs) for b in wrongs[i + 1:]), \
+    d = spec["decimals"]
+    wrongs = [round(w * 10 ** d) for w, _ in spec["hints"]]
+    answer = round(spec["answer"] * 10 ** d)
+    apart = 0 if spec["kind"] == "count" else tw.CLOSE_UNITS + 1
+    assert all(abs(w - answer) > apart for w in wrongs), "a hint is within the close window"
+    assert all(abs(a - b) > (0 if spec["kind"] == "count" else 2)
+               for i, a in enumerate(wrongs) for b in wrongs[i + 1:]), \
         "two hints share a value: the second can never be reached"
     box = tm.exercise(key)
     for wrong, sentence in spec["hints"]:
@@ -78,18 +130,16 @@ def test_another_wrong_value_gets_the_generic_sentence(key):
     assert tm.exercise(key).try_answer(typed(far, spec)) == GENERIC
 
 
-@pytest.mark.parametrize("key", kind("number"))
-def test_a_value_that_is_only_short_of_decimals_is_called_close(key):
-    spec = facts(key)
-    if spec["decimals"] < 2 or abs(round(spec["answer"], 1) - spec["answer"]) <= spec["tol"]:
-        pytest.skip("its answer has one decimal: a rounded value is right")
-    message = tm.exercise(key).try_answer(f"{spec['answer']:.1f}")
-    assert message.startswith(f"Close: give {spec['decimals']} decimals")
-
-
 def test_some_exercises_can_be_close():
-    assert sum(abs(round(a, 1) - a) > facts(k)["tol"] for k in kind("number")
+    assert sum(abs(round(a, 1) - a) > 10.0 ** -facts(k)["decimals"] for k in kind("number")
                for a in [facts(k)["answer"]]) >= 5
+
+
+def test_a_question_that_names_a_precision_names_the_one_it_checks():
+    for key in kind("number"):
+        spec = facts(key)
+        for n in re.findall(r"(\d+) decimals?", spec["question"]):
+            assert int(n) == spec["decimals"], key
 
 
 @pytest.mark.parametrize("key", kind("number", "count"))

@@ -8,7 +8,7 @@ import toy_model as tm
 
 
 def _parts(panel):
-    controls, canvas, area = panel.children
+    controls, canvas, area = panel.children[:3]           # then the course style
     x_dim, y_dim, positions = controls.children
     ax = canvas.figure.axes[0]
     dots, rings = ax.collections

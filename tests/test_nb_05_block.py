@@ -18,7 +18,7 @@ def parts(box):
     """The widget's controls and outputs, found by walking the panel."""
     found = list(walk(box))
     toggles = {w.description: w for w in found if isinstance(w, widgets.ToggleButton)}
-    htmls = [w for w in found if isinstance(w, widgets.HTML)]
+    htmls = [w for w in found if isinstance(w, widgets.HTML) and not isinstance(w, tm.StyleRule)]
     return toggles, htmls, box.chart
 
 

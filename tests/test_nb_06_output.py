@@ -180,14 +180,6 @@ def test_tying_switch_starts_untied_and_ties():
     assert "no token for" in text(area)
 
 
-def test_running_a_widget_cell_again_closes_the_previous_figure():
-    plt.close("all")
-    for _ in range(5):                            # five Run Alls of the notebook
-        for make in (tm.logit_playground, tm.logit_shift, tm.attention_switch, tm.tying_switch):
-            make()
-    assert len(plt.get_fignums()) == 4
-
-
 def test_a_live_widget_without_the_widget_backend_says_what_to_run():
     backend = plt.get_backend()
     plt.switch_backend("agg")

@@ -26,7 +26,7 @@ def control(root, kind, description=None):
 
 def message(root):
     """The message area: the last HTML child of the panel before the canvas."""
-    return html.unescape(root.children[-2].value)
+    return html.unescape(root.children[-3].value)          # then the canvas, the style
 
 
 # --- w-temperature -------------------------------------------------------------

@@ -1,13 +1,21 @@
 """Plots readable on a 1366 x 768 projector, and each widget's stored picture.
 
 - every text drawn in a widget's plot (titles, labels, tick labels, legends, the numbers
-  in a heat map) is at least 14 px tall, and no plot is wider than the notebook's
-  output area at 1366 x 768 with the file browser open (934 px);
+  in a heat map) is at least 14 px tall, and no plot is wider than a 900 px column (with
+  the few px ipympl's canvas adds); the course's style shrinks plots with a narrower page;
+- every widget carries the course's style: its text at least 14 px (0.875rem), following
+  the notebook's text size (which Presentation Mode enlarges), in relative units; no
+  widget writes a smaller size of its own;
 - the ␣ of a leading space and the "." token have a tick-label form that shows;
 - a widget's display bundle carries a PNG of its plot as it stands, the same bytes
-  every time, which its canvas also shows until the kernel draws.
+  every time, which its canvas also shows until the kernel draws, and an HTML form that
+  shows the same picture under a visible line saying it is a picture and how to make it
+  live (JupyterLab shows that form in a notebook opened before Run All, and so does the
+  HTML edition).
 """
 import base64
+import html
+import re
 
 import numpy as np
 import pytest
@@ -20,11 +28,12 @@ BUILDERS = ["embedding_scatter", "query_picker", "mask_and_heads", "block_branch
             "logit_playground", "logit_shift", "attention_switch", "tying_switch",
             "temperature_explorer", "generation_stepper"]
 MIN_PX = 14
-OUTPUT_AREA_PX = 934
+CANVAS_CHROME_PX = 8                  # ipympl's canvas around the figure (938 px for 930)
+WIDGETS = BUILDERS + ["tokenizer_widget"]
 
 
 def figures(root):
-    return [w.figure for w in walk(root) if hasattr(w, "_data_url") and hasattr(w, "figure")]
+    return [c.figure for c in tw.live_canvases(root)]
 
 
 @pytest.mark.parametrize("name", BUILDERS)
@@ -41,7 +50,8 @@ def test_plot_text_is_at_least_14_px_and_the_plot_fits(name):
                         if t.get_visible() and t.get_text().strip()
                         and t.get_fontsize() * fig.dpi / 72 < MIN_PX})
         assert not small, f"{name}: text under {MIN_PX} px: {small[:5]}"
-        assert fig.bbox.width <= OUTPUT_AREA_PX, f"{name}: {fig.bbox.width:.0f} px wide"
+        assert fig.bbox.width + CANVAS_CHROME_PX <= tw.COLUMN_PX == 900, \
+            f"{name}: {fig.bbox.width:.0f} px wide"
 
 
 def test_tick_labels_show_the_leading_space_and_the_dot():
@@ -54,12 +64,15 @@ def test_tick_labels_show_the_leading_space_and_the_dot():
 def test_a_widget_bundle_carries_its_picture_and_hands_it_to_its_canvas():
     root = tw.logit_playground()
     data = root._repr_mimebundle_()
-    assert set(data) >= {"image/png", "text/plain", "application/vnd.jupyter.widget-view+json"}
+    assert set(data) >= {"image/png", "text/html", "text/plain",
+                         "application/vnd.jupyter.widget-view+json"}
     png = base64.b64decode(data["image/png"])
     assert png.startswith(b"\x89PNG") and b"Software" not in png and b"tIME" not in png
     assert root._repr_mimebundle_()["image/png"] == data["image/png"], "same bytes every time"
-    (canvas,) = [w for w in walk(root) if hasattr(w, "_data_url")]
-    assert canvas._data_url == "data:image/png;base64," + data["image/png"]
+    (canvas,) = tw.live_canvases(root)
+    assert tw.stored_picture(canvas) == "data:image/png;base64," + data["image/png"]
+    assert f'src="data:image/png;base64,{data["image/png"]}"' in data["text/html"], \
+        "the HTML form shows the same picture"
 
 
 def test_the_picture_shows_the_moving_bars_and_leaves_the_live_plot_alone():
@@ -95,7 +108,101 @@ def test_a_later_frame_keeps_a_picture_its_page_can_show():
     from widget_tools import find
     root = tw.logit_playground()
     root._repr_mimebundle_()
-    (canvas,) = [w for w in walk(root) if hasattr(w, "_data_url")]
+    (canvas,) = tw.live_canvases(root)
     find(root, widgets.FloatSlider)[0].value += 1          # the bars move
     canvas.draw()                                          # and a new frame goes out
-    assert canvas._data_url.startswith("data:image/png;base64,")
+    assert tw.stored_picture(canvas).startswith("data:image/png;base64,")
+
+
+def note_shown(html_text):
+    """The visible text of the first paragraph of a stored HTML form."""
+    first = re.search(r"<p[^>]*>(.*?)</p>", html_text, re.S)
+    return html.unescape(first.group(1)) if first else ""
+
+
+@pytest.mark.parametrize("name", WIDGETS)
+def test_a_widgets_stored_picture_says_it_is_a_picture_and_how_to_make_it_live(name):
+    """JupyterLab never shows text/plain when a picture is there: the line is the first
+    thing of the HTML form, which a notebook opened before Run All (and the HTML edition)
+    shows; nothing hides it (no display:none, no zero size)."""
+    data = getattr(tw, name)()._repr_mimebundle_()
+    line = note_shown(data["text/html"])
+    raw = re.search(r"<p[^>]*>(.*?)</p>", data["text/html"], re.S).group(1)
+    assert "picture" in line and "run the notebook's cells" in line.lower(), line
+    opening = data["text/html"][:data["text/html"].index(raw)]
+    assert not re.search(r"display:\s*none|visibility:\s*hidden|font-size:\s*0", opening)
+    assert "run the notebook's cells" in data["text/plain"]
+
+
+def test_an_exercises_stored_form_says_to_run_the_cells():
+    data = tw.exercise("06.3")._repr_mimebundle_()
+    assert "run the notebook's cells" in html.unescape(data["text/html"]) and "06.3" in data["text/plain"]
+
+
+@pytest.mark.parametrize("name", WIDGETS)
+def test_every_widget_carries_the_course_style(name):
+    root = getattr(tw, name)()
+    rules = [w for w in walk(root) if isinstance(w, tw.StyleRule)]
+    assert any(tw.COURSE_CSS in r.value for r in rules), f"{name} has no course style"
+
+
+def test_exercise_boxes_carry_the_course_style():
+    for kind in ("number", "choice", "code"):
+        key = next(k for k, spec in tw.EXERCISES.items() if spec["kind"] == kind)
+        box = tw.exercise(key, (lambda *args: None) if kind == "code" else None)
+        assert any(tw.COURSE_CSS in w.value for w in walk(box) if isinstance(w, tw.StyleRule))
+
+
+def declarations(css, selector):
+    """The declarations of the first rule of `css` whose selector list includes `selector`."""
+    for selectors, body in re.findall(r"([^{}]+)\{([^{}]*)\}", css):
+        if selector in [s.strip() for s in selectors.split(",")]:
+            return dict((k.strip(), v.strip()) for k, v in
+                        (d.split(":", 1) for d in body.split(";") if ":" in d))
+    raise AssertionError(f"no rule for {selector}")
+
+
+def test_widget_text_is_at_least_14_px_and_grows_with_the_notebooks_text():
+    """ipywidgets draws its text at --jp-widgets-font-size (JupyterLab's 13 px UI size). The
+    course sets it, on every widget, to the notebook's content size (14 px; 17 px in
+    Presentation Mode), never under 0.875rem (14 px at the browser's default), and sizes
+    the controls in em, so that they grow with it."""
+    rule = declarations(tw.COURSE_CSS, ".course-widget")
+    size = rule["--jp-widgets-font-size"]
+    assert re.fullmatch(r"max\(0\.875rem, var\(--jp-content-font-size1, 0\.875rem\)\)", size), size
+    assert rule["font-size"] == "var(--jp-widgets-font-size)"
+    for name in ("--jp-widgets-inline-height", "--jp-widgets-inline-label-width",
+                 "--jp-widgets-inline-width"):
+        assert rule[name].endswith("em"), (name, rule[name])
+    mono = declarations(tw.COURSE_CSS, ".course-widget code")
+    assert mono["font-size"] == "1em" and "monospace" in mono["font-family"]
+    assert "px" not in "".join(rule.values()), "sizes relative to the text, not in px"
+
+
+def test_plots_shrink_with_a_narrow_page():
+    canvas = declarations(tw.COURSE_CSS, ".course-widget .jupyter-matplotlib-canvas-div > canvas:first-child")
+    assert canvas["max-width"].startswith("100%") and canvas["height"].startswith("auto")
+    box = declarations(tw.COURSE_CSS, ".course-widget .jupyter-matplotlib-canvas-div")
+    assert box["max-width"].startswith("100%") and box["height"].startswith("auto")
+    assert declarations(tw.COURSE_CSS, ".course-widget img")["max-width"] == "100%"
+
+
+SMALL = re.compile(r"font-size:\s*(\d+(?:\.\d+)?)(px|pt)|font-size:\s*0?\.\d+em|<small\b"
+                   r"|font-size:\s*(smaller|x-small|small)\b")
+
+
+@pytest.mark.parametrize("name", WIDGETS)
+def test_no_widget_writes_a_text_size_of_its_own_below_the_course_size(name):
+    """Sizes in px would not follow Presentation Mode, and em below 1 would fall under 14 px."""
+    root = getattr(tw, name)()
+    for w in walk(root):
+        value = getattr(w, "value", None)
+        if isinstance(value, str) and not isinstance(w, tw.StyleRule):
+            assert not SMALL.search(value), (name, SMALL.search(value).group(0), value[:200])
+
+
+def test_token_ids_under_the_chips_are_not_smaller_than_the_text():
+    html_text = tw.token_chips([0, 2])
+    assert "<small" not in html_text and not SMALL.search(html_text)
+    assert "font-family:monospace;" not in html_text.replace(" ", ""), \
+        "a lone monospace family makes Chromium shrink the text to 13 px"

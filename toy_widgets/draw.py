@@ -17,6 +17,9 @@ BLUE, ORANGE, GREEN, VERMILION, SKY, PURPLE, GREY = (
     "#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#999999")
 HEAT = "cividis"                                    # heat maps: readable in colour and in grey
 TOKENS = [show(t) for t in VOCAB]
+# Monospaced text in HTML: the notebook's code font. (A lone "monospace" would make the
+# browser shrink the text to 13 px, its old default size for monospaced fonts.)
+MONOSPACE = "var(--jp-code-font-family, monospace), monospace"
 
 
 def tick_label(token):
@@ -85,11 +88,14 @@ def static(fig):
 
 
 # Plots are read on a 1366 x 768 projector from the back of a room. At 130 dots per inch
-# the smallest text in a plot (8 pt) is 14 px and ordinary text (10 pt) 18 px; no plot is
-# wider than the notebook's output area there with the file browser open (934 px), nor
-# taller than about two thirds of the screen.
+# the smallest text in a plot (8 pt) is 14 px and ordinary text (10 pt) 18 px. No plot is
+# wider than a 900 px column (the notebook's output area at 1366 x 768 is 919 px with the
+# file browser open and scrollbars showing; ipympl's canvas adds a few px of its own), nor
+# taller than about two thirds of the screen; in a narrower column the course's style
+# (kit.COURSE_CSS) shrinks the plot with the page.
 PLOT_DPI = 130
-PLOT_MAX_PX = (930, 480)
+COLUMN_PX = 900
+PLOT_MAX_PX = (880, 480)
 
 
 def new_figure(width=6.4, height=3.2, live=False):

@@ -7,7 +7,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from .draw import TOKENS, fmt
-from .kit import message_area, say
+from .kit import course_style, message_area, own, say
 
 
 # --- Exercises ("Check yourself") ------------------------------------------------
@@ -20,7 +20,7 @@ from .kit import message_area, say
 # state or in the stored output before the learner asks for it.
 #
 # Register with one of:
-#   number_exercise(key, question, answer, solution, hints=..., decimals=3, tol=None)
+#   number_exercise(key, question, answer, solution, hints=..., decimals=3)
 #   count_exercise(key, question, answer, solution, hints=...)       (a whole number)
 #   choice_exercise(key, question, options, answer, solution, hints=...)
 #   code_exercise(key, question, reference, cases, solution, mistakes=...)
@@ -28,6 +28,8 @@ from .kit import message_area, say
 
 EXERCISES = {}                                      # key -> dict, filled by the *_exercise functions
 _KEY = re.compile(r"\d\d\.\d+")
+CHECK_NOTE = ("This is the question as stored with the notebook: run the notebook's cells to "
+              "check an answer here.")
 NOT_DONE = "Not done yet: complete the function above, run its cell, then run this cell again."
 
 
@@ -82,30 +84,33 @@ def _register(key, kind, question, solution, **facts):
     EXERCISES[key] = dict(key=key, kind=kind, question=question, solution=solution, **facts)
 
 
-def number_exercise(key, question, answer, solution, hints=(), decimals=3, tol=None, fractions=False):
+def number_exercise(key, question, answer, solution, hints=(), decimals=3, fractions=False):
     """Register a question answered by a number.
+
+    One rule for every number exercise: the question asks for `decimals` decimals (stated
+    under it: "Give 3 decimals."), and a typed value is right when, given to that many
+    decimals, it is the answer given to that many decimals: fmt(answer, decimals), the
+    value the worked answer prints and the verdict repeats ("Right: 0.263."). A value with
+    fewer decimals than asked is never right ("Close: give 3 decimals."); one within
+    CLOSE_UNITS of the last decimal is "close".
 
     answer: the right value, or a function computing it from the model (called at check
     time). hints: (wrong value, sentence) pairs, or a function returning them: a typed
-    value within tol of a wrong value gets its sentence. decimals: the precision asked
-    for, stated under the question ("3 decimals"); tol (default 2 units of the last
-    decimal) is how far from the answer a value may be and still be right. A value that
-    misses only because it has fewer decimals than asked gets "Close: give 3 decimals".
+    value within one unit of the last decimal of a wrong value gets its sentence.
     fractions=True says under the question that a fraction such as 5/3 is welcome (any
     number field accepts one). solution: the worked answer (text, `code` in backticks,
-    paragraphs split by blank lines), or a function returning it; shown only on request
-    or after a right answer."""
-    tol = 2 * 10.0 ** -decimals if tol is None else tol
-    if not (isinstance(decimals, int) and 0 <= decimals <= 6) or not tol > 0:
-        raise ValueError(f"Exercise {key}: decimals must be a whole number from 0 to 6 and tol positive.")
+    paragraphs split by blank lines), or a function returning it, which prints the answer
+    as fmt(answer, decimals); shown only on request or after a right answer."""
+    if not (isinstance(decimals, int) and 0 <= decimals <= 6):
+        raise ValueError(f"Exercise {key}: decimals must be a whole number from 0 to 6.")
     _register(key, "number", question, solution, answer=answer, hints=hints, decimals=decimals,
-              tol=tol, fractions=fractions)
+              fractions=fractions)
 
 
 def count_exercise(key, question, answer, solution, hints=()):
     """Register a question answered by a whole number (a count): anything else typed
     gets "type a whole number"; hints as in number_exercise, matched exactly."""
-    _register(key, "count", question, solution, answer=answer, hints=hints, decimals=0, tol=0.5,
+    _register(key, "count", question, solution, answer=answer, hints=hints, decimals=0,
               fractions=False)
 
 
@@ -153,6 +158,14 @@ def _precision(spec):
     return f"Give {spec['decimals']} decimal{'s' if spec['decimals'] > 1 else ''}{extra}."
 
 
+CLOSE_UNITS = 3          # this many units of the last decimal asked for from the answer: "close"
+
+
+def _units(x, decimals):
+    """x in units of the last decimal asked for, as fmt rounds it (0.2628 at 3 -> 263)."""
+    return round(float(fmt(x, decimals)) * 10 ** decimals)
+
+
 def _decimals_typed(text):
     s = str(text).strip()
     if "/" in s:
@@ -175,18 +188,19 @@ def answer_number(key, text):
         raise
     if spec["kind"] == "count" and not float(value).is_integer():
         raise ValueError(f"{str(text).strip()[:24]!r} is not a count: type a whole number, such as 7.")
-    answer, tol = float(_now(spec["answer"])), spec["tol"]
-    if abs(value - answer) <= tol:
-        return True, f"Right: {str(text).strip()} is correct."
+    answer, decimals = float(_now(spec["answer"])), spec["decimals"]
+    typed = _decimals_typed(text) if spec["kind"] == "number" else decimals
+    if typed >= decimals and fmt(value, decimals) == fmt(answer, decimals):
+        return True, f"Right: {fmt(answer, decimals)}."
+    if typed < decimals and fmt(value, typed) == fmt(answer, typed):
+        return False, f"Close: give {_precision(spec)[5:-1]}."
+    off = abs(_units(value, decimals) - _units(answer, decimals))
     for wrong, sentence in _now(spec["hints"]):
-        if abs(value - float(wrong)) <= tol:
+        if abs(_units(value, decimals) - _units(wrong, decimals)) <= (spec["kind"] == "number"):
             return False, f"Not quite. {sentence}"
-    if spec["kind"] == "number":
-        typed = _decimals_typed(text)
-        if (typed < spec["decimals"] and abs(value - answer) <= 0.5 * 10.0 ** -typed + tol
-                or abs(value - answer) <= 5 * tol):
-            return False, (f"Close: give {_precision(spec)[5:-1]}, and keep every decimal in the "
-                           "steps in between.")
+    if spec["kind"] == "number" and off <= CLOSE_UNITS:
+        return False, ("Close, but the last decimal is off: keep every decimal in the steps "
+                       "in between.")
     return False, "Not quite: recompute step by step and try again."
 
 
@@ -318,7 +332,8 @@ class ExerciseBox(widgets.VBox):
     def _repr_mimebundle_(self, **kwargs):
         data = super()._repr_mimebundle_(**kwargs)
         data["text/plain"] = self._plain
-        data["text/html"] = f'<div class="course-widget w-check">{self._html}</div>'
+        data["text/html"] = (f'<div class="course-widget w-check">{self._html}'
+                             f'<p style="font-style:italic">{html.escape(CHECK_NOTE)}</p></div>')
         return data
 
 
@@ -353,7 +368,7 @@ def exercise(key, function=None):
         ok, sentence = answer_code(key, function)
         box = ExerciseBox(key, f"Check yourself {key}: {question}\n{sentence}",
                           f"<p><b>{_inline(question)}</b></p><p>{html.escape(sentence)}</p>")
-        box.children = [title, area, reveal, worked]
+        box.children = [title, area, reveal, worked, course_style()]
         report(ok, sentence)
     else:
         check = widgets.Button(description="Check", button_style="info")
@@ -366,7 +381,7 @@ def exercise(key, function=None):
                               + "\n".join(f"  ( ) {o}" for o in options),
                               f"<p><b>{_inline(question)}</b></p><ul>"
                               + "".join(f"<li>{html.escape(o)}</li>" for o in options) + "</ul>")
-            box.children = [title, field, widgets.HBox([check, reveal]), area, worked]
+            box.children = [title, field, widgets.HBox([check, reveal]), area, worked, course_style()]
             judge = answer_choice
         else:
             precision = _precision(spec)
@@ -374,7 +389,7 @@ def exercise(key, function=None):
             box = ExerciseBox(key, f"Check yourself {key}: {question}\n({precision})",
                               f"<p><b>{_inline(question)}</b> <i>{html.escape(precision)}</i></p>")
             title.value += f" <i>{html.escape(precision)}</i>"
-            box.children = [title, widgets.HBox([field, check, reveal]), area, worked]
+            box.children = [title, widgets.HBox([field, check, reveal]), area, worked, course_style()]
             judge = answer_number
             field.on_msg(lambda _w, content, _b: attempt() if content.get("event") == "submit" else None)
 
@@ -393,7 +408,7 @@ def exercise(key, function=None):
         box.try_answer = try_answer
     reveal.on_click(show_answer)
     box.show_answer = show_answer
-    return box
+    return own(box)
 
 
 # The exercises of notebooks 01-07. Each fact is computed from the model when it is

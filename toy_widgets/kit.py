@@ -6,7 +6,6 @@ and a test checks that the installed ipympl still has them.
 import contextlib
 import html
 import io
-import weakref
 from types import SimpleNamespace
 
 import ipywidgets as widgets
@@ -17,7 +16,73 @@ from .draw import (BLUE, GREEN, ORANGE, TOKENS, VERMILION, freeze_layout, new_fi
                    token_bars)
 
 
-_MOVING = weakref.WeakKeyDictionary()      # figure -> {"artists": [...], "background": ...}
+# --- ipympl's private attributes ---------------------------------------------------------
+# The kit needs a few of ipympl's private attributes. Each is named here once, with what
+# the kit uses it for, and read or written only by the small functions that follow;
+# tests/test_widgets_ipympl.py fails, naming the attribute, if an installed ipympl lacks one.
+IPYMPL_PRIVATE = {
+    "_force_full": "send the next frame whole, not as a diff of the last one",
+    "_png_is_old": "draw the next frame again before sending it",
+    "_data_url": "the picture the page shows before the kernel draws, stored with the notebook",
+    "syncing_data_url": "True until a page has shown the canvas (ipympl stores frames till then)",
+    "_handle_message": "the canvas's handler of the page's messages (its 'initialized' hello)",
+    "manager.refresh_all": "send the figure's current frame to the page again",
+}
+
+
+def is_live_canvas(widget):
+    """Is this widget an ipympl canvas (a live figure)?"""
+    from ipympl.backend_nbagg import Canvas
+    return isinstance(widget, Canvas)
+
+
+def live_canvases(root):
+    """The ipympl canvases inside a widget tree, in order."""
+    return [w for w in _inside(root) if is_live_canvas(w)]
+
+
+def send_whole_frame(canvas, draw_again=False):
+    """The next frame goes to the page whole, not as the pixels that changed (and, with
+    draw_again, drawn afresh). The browser drops a picture that arrives while the one
+    before is still loading; a dropped list of changes would leave old pixels on the page
+    for good (a bar or a label from before), a dropped whole picture is mended by the next."""
+    if is_live_canvas(canvas):
+        canvas._force_full = True
+        if draw_again:
+            canvas._png_is_old = True
+
+
+def stored_picture(canvas):
+    """The picture a canvas shows until the kernel draws (and that a saved notebook keeps)."""
+    return canvas._data_url
+
+
+def store_picture(canvas, png_base64):
+    canvas._data_url = f"data:image/png;base64,{png_base64}"
+
+
+def page_has_shown(canvas):
+    """Has a page shown this canvas yet? (Until then ipympl keeps each frame as its picture.)"""
+    return not canvas.syncing_data_url
+
+
+def send_frame_again(canvas):
+    canvas.manager.refresh_all()
+
+
+def canvas_ready(canvas):
+    """Let a live figure draw while its own cell is still running. The page's hello
+    (which sets the canvas size) is only read once the cell ends, so the kernel plays
+    that part itself; the page's real hello, later, changes nothing."""
+    canvas._handle_message(canvas, {"type": "initialized"}, [])
+
+
+# --- Live figures: moving artists, redraws, pictures --------------------------------------
+
+def _moving(fig):
+    """The record of a figure's moving artists, kept on the figure itself (a record kept
+    elsewhere, keyed by the figure, would hold the figure alive through its artists)."""
+    return getattr(fig, "_course_moving", None)
 
 
 def live_artists(fig, artists):
@@ -27,38 +92,29 @@ def live_artists(fig, artists):
     artists = list(artists)
     for a in artists:
         a.set_animated(True)                  # left out of full draws and of the picture
-    if fig in _MOVING:                        # declared again: the new list replaces the old
-        fig.canvas.mpl_disconnect(_MOVING[fig]["listener"])
-    state = _MOVING[fig] = {"artists": artists, "background": None}
+    if _moving(fig) is not None:              # declared again: the new list replaces the old
+        fig.canvas.mpl_disconnect(_moving(fig)["listener"])
+    state = fig._course_moving = {"artists": artists, "background": None}
 
     def save_background(_event):
         state["background"] = fig.canvas.copy_from_bbox(fig.bbox)
         for a in artists:
             fig.draw_artist(a)
-        _whole_picture(fig)
+        send_whole_frame(fig.canvas)
     state["listener"] = fig.canvas.mpl_connect("draw_event", save_background)
-
-
-def _whole_picture(fig):
-    """Send the browser the whole picture next, not only the pixels that changed. The
-    browser drops a picture that arrives while the one before is still loading; a
-    dropped list of changes would leave old pixels on the page for good (a bar or a
-    label from before), a dropped whole picture is mended by the next one."""
-    if hasattr(fig.canvas, "_force_full"):           # ipympl's canvas
-        fig.canvas._force_full = True
 
 
 def redraw(fig):
     """Show a live figure's changes: repaint only its moving artists when it has them
     and a saved background; otherwise ask for a full draw."""
-    state = _MOVING.get(fig)
+    state = _moving(fig)
     if state is None or state["background"] is None:
         fig.canvas.draw_idle()
         return
     fig.canvas.restore_region(state["background"])
     for a in state["artists"]:
         fig.draw_artist(a)
-    _whole_picture(fig)
+    send_whole_frame(fig.canvas)
     fig.canvas.blit(fig.bbox)
 
 
@@ -68,7 +124,7 @@ def picture(fig):
     left alone. No metadata: the same figure gives the same bytes on every run."""
     from matplotlib.backends.backend_agg import RendererAgg
     from matplotlib.image import imsave
-    moving = _MOVING.get(fig, {}).get("artists", [])
+    moving = (_moving(fig) or {}).get("artists", [])
     renderer = RendererAgg(*fig.bbox.size, fig.dpi)
     for a in moving:
         a.set_animated(False)
@@ -93,6 +149,8 @@ def _inside(widget):
 def _as_html(widget):
     """What a control shows, as HTML, for the picture of a widget without a plot."""
     name = html.escape(getattr(widget, "description", "") or "")
+    if isinstance(widget, StyleRule):
+        return ""
     if isinstance(widget, (widgets.HTML, widgets.HTMLMath)):
         return widget.value
     if isinstance(widget, widgets.Label):
@@ -122,19 +180,20 @@ def _keep_saved_picture_current(canvas, delay=1.0):
     def send_again():
         pending["timer"], pending["again"] = None, True
         try:
-            canvas._force_full = canvas._png_is_old = True     # the whole frame, not a diff
-            canvas.manager.refresh_all()
+            send_whole_frame(canvas, draw_again=True)
+            send_frame_again(canvas)
         finally:
             pending["again"] = False
 
     def send_binary(data):
         send(data)
-        if canvas.syncing_data_url:
+        if not page_has_shown(canvas):
             # No page has shown the plot yet (a notebook run without a browser): ipympl
             # then stores the frame itself as the picture, without the "data:" prefix
             # its page needs to show it. Nothing to send again.
-            if canvas._data_url and not canvas._data_url.startswith("data:"):
-                canvas._data_url = "data:image/png;base64," + canvas._data_url
+            url = stored_picture(canvas)
+            if url and not url.startswith("data:"):
+                store_picture(canvas, url)
             return
         if pending["again"]:
             return
@@ -149,42 +208,175 @@ def _keep_saved_picture_current(canvas, delay=1.0):
     canvas.send_binary = send_binary
 
 
+# --- Widgets' pictures, style, and one copy per notebook cell ------------------------------
+
+PICTURE_NOTE = ("This is a picture of the widget, not the widget: run the notebook's cells "
+                "(Run ▸ Run All Cells) to use it.")
+
+
+def picture_note():
+    """The visible line above a widget's stored picture (the note itself, as HTML)."""
+    return (f'<p class="course-picture-note" style="font-style:italic;margin:0.3em 0;'
+            f'padding:0.2em 0.6em;border-left:3px solid {ORANGE}">{html.escape(PICTURE_NOTE)}</p>')
+
+
 class Panel(widgets.VBox):
     """The root box of a widget (CSS classes course-widget and w-<name>).
 
     Where the widget cannot run (a notebook opened before Run All, GitHub, nbviewer, the
-    HTML edition), its stored output shows a picture of its first state instead: its
-    plot as a PNG (also handed to the plot's canvas, which shows it until the kernel
-    draws), or, for a widget without a plot, its text as HTML."""
+    HTML edition), its stored output shows a picture of its first state instead, under a
+    line saying that it is a picture and how to make it live: its plot as a PNG (also
+    handed to the plot's canvas, which shows it until the kernel draws), or, for a widget
+    without a plot, its text as HTML."""
 
     def _repr_mimebundle_(self, **kwargs):
         data = super()._repr_mimebundle_(**kwargs)
-        canvases = [w for w in _inside(self) if hasattr(w, "_data_url") and hasattr(w, "figure")]
+        canvases = live_canvases(self)
         if canvases:
             import base64
             pngs = [base64.b64encode(picture(c.figure)).decode("ascii") for c in canvases]
             for canvas, png in zip(canvases, pngs, strict=True):
-                canvas._data_url = f"data:image/png;base64,{png}"
+                store_picture(canvas, png)
                 _keep_saved_picture_current(canvas)
             data["image/png"] = pngs[0]
+            body = "".join(f'<img src="data:image/png;base64,{png}" alt="a picture of the plot" '
+                           'style="max-width:100%;height:auto">' for png in pngs)
         else:
             parts = [_as_html(w) for w in _inside(self) if not getattr(w, "children", None)]
-            data["text/html"] = "".join(f"<div>{p}</div>" for p in parts if p)
+            body = "".join(f"<div>{p}</div>" for p in parts if p)
+        data["text/html"] = f'<div class="course-widget">{picture_note()}{body}</div>'
         name = next((c for c in self._dom_classes if c.startswith("w-")), "widget")
         data["text/plain"] = f"[{name}: run the notebook's cells to use it]"
         return data
 
 
 def panel(name, *children):
-    """The root box of a widget, tagged with CSS class w-<name> (the browser test finds it)."""
-    box = Panel(list(children))
+    """The root box of a widget, tagged with CSS class w-<name> (the browser test finds it),
+    with the course's style rule; building the same widget again in the same notebook cell
+    closes the copy that cell built before (see own)."""
+    box = Panel([*children, course_style()])
     box.add_class("course-widget")
     box.add_class(f"w-{name}")
-    return box
+    return own(box)
+
+
+_BUILT = {}                     # notebook cell id -> [(id of the run, root widget it built)]
+
+
+def _kernel():
+    """The ipykernel running this code, or None (a script, a test)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    return getattr(get_ipython(), "kernel", None)
+
+
+def _cell():
+    """(id of the notebook cell running now, id of this run of it), or None where the front
+    end does not say (a script, a console, nbclient). JupyterLab sends the cell's id with
+    each request to run code, in the request's metadata."""
+    kernel = _kernel()
+    try:
+        parent = kernel.get_parent() if kernel is not None else None
+    except (AttributeError, TypeError):             # an ipykernel older than 6
+        return None
+    if not isinstance(parent, dict):
+        return None
+    cell = (parent.get("metadata") or {}).get("cellId")
+    run = (parent.get("header") or {}).get("msg_id")
+    return (cell, run) if cell and run else None
+
+
+def own(root):
+    """Record `root` as built by the notebook cell running now, and close what earlier runs
+    of that same cell built: their views left the page when the cell ran again, and closed,
+    they leave nothing behind in the kernel. A copy built by another cell keeps working,
+    and so does every copy one run of a cell builds."""
+    here = _cell()
+    if here is not None:
+        cell, run = here
+        kept = []
+        for built_by, old in _BUILT.get(cell, []):
+            if built_by == run:
+                kept.append((built_by, old))
+            else:
+                release(old)
+        _BUILT[cell] = [*kept, (run, root)]
+    return root
+
+
+def _close(widget):
+    """Close a widget and the widgets it holds apart from its children: its layout, its
+    style, a canvas's toolbar (and theirs)."""
+    for part in ("layout", "style", "toolbar"):
+        value = getattr(widget, part, None)
+        if isinstance(value, widgets.Widget) and value.comm is not None:
+            _close(value)
+    widget.close()
+
+
+def release(root):
+    """Close a widget tree for good: every widget in it, with its layout, style and (for a
+    plot) toolbar, leaves ipywidgets' registry; its figures leave matplotlib's list; and
+    the root lets go of its parts, so that a reference to it left in a variable or in the
+    kernel's output history keeps nothing large alive."""
+    tree = list(_inside(root))
+    for widget in tree:
+        if is_live_canvas(widget):
+            widget.figure._course_moving = None
+            plt.close(widget.figure)
+        _close(widget)
+    for widget in tree:
+        if getattr(widget, "children", None):
+            widget.children = ()
+    for name in [n for n in vars(root) if not n.startswith("_")]:
+        delattr(root, name)
 
 
 class StyleRule(widgets.HTML):
     """A <style> element inside a widget: an HTML widget of its own kind, never its text."""
+
+
+# The course's style for every widget (a <style> in each root box, so it also holds in a
+# notebook opened anywhere the course's settings are not installed). Sizes are relative:
+# widget text follows the notebook's own text size, which Presentation Mode enlarges,
+# never under 0.875rem (14 px at the browser's default 16 px, more if a reader sets a
+# larger default), and browser zoom scales it all. Plots fit the column and shrink with it.
+COURSE_CSS = f"""
+.course-widget {{
+  --jp-widgets-font-size: max(0.875rem, var(--jp-content-font-size1, 0.875rem));
+  --jp-widgets-inline-height: 2em;
+  --jp-widgets-inline-label-width: 6em;
+  --jp-widgets-inline-width: 22em;
+  --jp-widgets-slider-handle-size: 1.15em;
+  font-size: var(--jp-widgets-font-size);
+  max-width: 100%;
+}}
+.course-widget code, .course-widget pre, .course-widget samp, .course-widget kbd,
+.course-widget small {{
+  font-family: var(--jp-code-font-family, monospace), monospace;
+  font-size: 1em;
+}}
+.course-widget .widget-toggle-button.mod-active {{ background: {BLUE}; color: white; }}
+.course-widget .jupyter-matplotlib, .course-widget .jupyter-matplotlib-figure,
+.course-widget .jupyter-matplotlib-canvas-container {{ max-width: 100%; min-width: 0; }}
+.course-widget .jupyter-matplotlib-canvas-div {{
+  max-width: 100% !important; height: auto !important;
+}}
+.course-widget .jupyter-matplotlib-canvas-div > canvas:first-child {{
+  position: relative !important; max-width: 100% !important; height: auto !important;
+}}
+.course-widget .jupyter-matplotlib-canvas-div > canvas:last-child {{
+  width: 100% !important; height: 100% !important;
+}}
+.course-widget img {{ max-width: 100%; height: auto; }}
+"""
+
+
+def course_style():
+    """The course's style rule, as a widget to put inside a root box (see COURSE_CSS)."""
+    return StyleRule(f"<style>{COURSE_CSS}</style>")
 
 
 def chosen_style():
@@ -192,6 +384,23 @@ def chosen_style():
     text (JupyterLab's own marks it only a shade darker grey, unreadable on a projector)."""
     return StyleRule(f"<style>.course-widget .widget-toggle-button.mod-active"
                      f"{{background:{BLUE};color:white}}</style>")
+
+
+def builder_text(text, who, runnable=True, **settings):
+    """A widget builder's arguments, checked before anything is built: its text a string (one
+    the toy can run, if runnable: its vocabulary, at most N_CTX tokens), and the settings
+    given (temperature, seed) what tm.generate accepts; or one sentence."""
+    from toy_checks import _shown, check_sampling, check_seed
+    from toy_model import check_ids, encode
+    if not isinstance(text, str):
+        raise ValueError(f"{who} takes a text such as 'the cat climbed the', not {_shown(text)}.")
+    if runnable:
+        check_ids(encode(text))
+    if "temperature" in settings:
+        check_sampling(settings["temperature"])
+    if "seed" in settings:
+        check_seed(settings["seed"])
+    return text
 
 
 def message_area():
@@ -320,18 +529,12 @@ def need_live_backend():
                          f"run `%matplotlib widget` first (the backend now is {backend!r}).")
 
 
-_LIVE_FIGURES = {}                          # widget name -> its latest live figure
-
-
 def live_figure(name, width=6.4, height=3.2):
-    """The live figure of widget w-<name>. Building the widget again (running its cell
-    again) closes the figure of the previous build, so none piles up."""
+    """The live figure of widget w-<name>. It lives as long as its widget: building the
+    widget again in the same cell closes it with the rest of the old widget (see own)."""
     need_live_backend()
-    old = _LIVE_FIGURES.pop(name, None)
-    if old is not None:
-        plt.close(old)
     fig, ax = new_figure(width, height, live=True)
-    _LIVE_FIGURES[name] = fig
+    fig._course_name = name
     return fig, ax
 
 
@@ -381,10 +584,3 @@ def live_chart(name, values, title, width=6.4, height=3.2, moving_title=True, **
     freeze_layout(fig)
     live_artists(fig, [*chart.bars, *([ax.title] if moving_title else [])])
     return chart
-
-
-def _canvas_ready(canvas):
-    """Let a live figure draw while its own cell is still running. The page's hello
-    (which sets the canvas size) is only read once the cell ends, so the kernel plays
-    that part itself; the page's real hello, later, changes nothing."""
-    canvas._handle_message(canvas, {"type": "initialized"}, [])

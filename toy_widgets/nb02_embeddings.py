@@ -24,7 +24,7 @@ def _x_of(text):
 number_exercise(
     "02.1", f'Compute by hand: for the text "{_S2}" (it starts with a space, so its first token '
             "is ␣dog), what is X's row 1 in dimension d2? Use the tables E and P printed above.",
-    answer=lambda: _x_of(_S2)[0, 1], decimals=1, tol=1e-3,
+    answer=lambda: _x_of(_S2)[0, 1], decimals=1,
     hints=lambda: [(PARAMS["wte"][encode(_S2)[0], 1], "That is ␣dog's own d2: row 1 also gets "
                     "position 1's row added."),
                    (PARAMS["wpe"][0, 1], "That is position 1's d2 alone: add ␣dog's d2 from E.")],

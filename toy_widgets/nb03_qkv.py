@@ -28,7 +28,7 @@ number_exercise(
         f"␣climb. Its dot products q·k are {fmt(_ed_dots()[0])} with the and {fmt(_ed_dots()[1])} "
         "with ␣climb, before the division by √2. What weight would ed give to the? Divide by √2, "
         "exponentiate, and divide by the sum."),
-    answer=lambda: softmax(_ed_dots() / np.sqrt(2))[0], tol=3e-3,
+    answer=lambda: softmax(_ed_dots() / np.sqrt(2))[0],
     hints=lambda: [
         (softmax(_ed_dots())[0], "You skipped the division by √2: divide each dot product by √2 first."),
         ((_ed_dots()[0] / np.sqrt(2)) / (_ed_dots() / np.sqrt(2)).sum(),

@@ -56,8 +56,11 @@ _COLUMN = np.array([2.0, 0.0, 1.0, 0.0])
 
 
 def _concat_last():
+    """The last row of the concatenation as the question prints it (3 decimals): the
+    numbers a learner computes with, so the answer is the one they can reach."""
     r = run(_TEXT)
-    return np.hstack([r["heads"][0]["out"], r["heads"][1]["out"]])[-1]
+    row = np.hstack([r["heads"][0]["out"], r["heads"][1]["out"]])[-1]
+    return np.array([float(fmt(c)) for c in row])
 
 
 number_exercise(
@@ -66,7 +69,7 @@ number_exercise(
         f"[{', '.join(fmt(c) for c in _concat_last())}]. Suppose W_O's d2 (surface) column were "
         f"({', '.join(fmt(c, 0) for c in _COLUMN)}) instead of the model's: what would the d2 entry "
         "of the last row's attention output be? Multiply entry by entry and add."),
-    answer=lambda: _concat_last() @ _COLUMN, tol=3e-3,
+    answer=lambda: _concat_last() @ _COLUMN,
     hints=lambda: [
         (_concat_last() @ PARAMS["blocks"][0]["attn"]["c_proj"]["w"][:, 1],
          "That is the model's own d2, where head 2 counts 0; with this column its first output counts once."),

@@ -8,7 +8,7 @@ import numpy as np
 import toy_model as _model
 from toy_model import DIMS, encode, run, show
 
-from .draw import TOKENS, fmt, token_html
+from .draw import MONOSPACE, TOKENS, fmt, token_html
 from .kit import WidgetState, guarded, live_chart, message_area, on_change, panel
 from .exercises import _TEXT, choice_exercise, code_exercise, number_exercise
 
@@ -223,7 +223,7 @@ def matrix_html(m, rows, cols, digits=3, bold_last=False):
         tds = "".join(f"<td {cell.format('right')}>{fmt(v, digits)}</td>" for v in row)
         body.append(f'<tr style="font-weight:{weight}"><th {cell.format("left")}>'
                     f"{token_html(name)}</th>{tds}</tr>")
-    return (f'<table style="font-family:monospace;border-collapse:collapse">'
+    return (f'<table style="font-family:{MONOSPACE};border-collapse:collapse">'
             f"<tr><th></th>{head}</tr>{''.join(body)}</table>")
 
 

@@ -10,7 +10,7 @@ import toy_model as _model
 from toy_model import (EOT, N_CTX, VOCAB, check_ids, encode, entropy, forward, next_token_probs,
                        sample, show)
 
-from .draw import GREY, ORANGE, TOKENS, VERMILION, fmt
+from .draw import GREY, MONOSPACE, ORANGE, TOKENS, VERMILION, fmt
 from .kit import (BarChart, WidgetState, guarded, live_artists, live_chart, message_area, on_change,
                   panel, plain, slider_move)
 from .exercises import _TEXT, choice_exercise, code_exercise, count_exercise, number_exercise
@@ -392,7 +392,7 @@ def generation_stepper(prompt="the cat climbed the", temperature=1.0, seed=0):
             parts[-1] = f'<mark style="background:{ORANGE}">{parts[-1]}</mark>'
         prompt_part = "".join(parts[:state.start])
         added = "".join(parts[state.start:])
-        text_view.value = (f'<span style="font-family:monospace;font-size:1.1em;white-space:pre">'
+        text_view.value = (f'<span style="font-family:{MONOSPACE};font-size:1.1em;white-space:pre">'
                            f'{prompt_part}<b>{added}</b></span> ({len(state.ids)} of {N_CTX} tokens)')
 
     def show_next():

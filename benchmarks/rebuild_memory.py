@@ -1,0 +1,101 @@
+"""Does re-running a widget's cell leave anything behind in the kernel? Measured.
+
+Builds every widget builder of the course (and an exercise box) again and again in one
+notebook cell, as a teacher re-running that cell would: each copy is displayed (its picture
+made, its canvas given it), and each old copy stays referenced, as the kernel's output
+history references a displayed one. The heap's growth per builder is measured with
+tracemalloc after three warm-up builds.
+
+    python benchmarks/rebuild_memory.py                     # 50 rebuilds of each
+    python benchmarks/rebuild_memory.py --rebuilds 5 --json
+
+Target: under 20 MB in all for 50 rebuilds of every builder.
+"""
+import argparse
+import contextlib
+import gc
+import io
+import json
+import sys
+import tempfile
+import tracemalloc
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+class Kernel:
+    """The part of ipykernel the widget kit reads: the request being run, with the id of
+    its notebook cell (JupyterLab sends it)."""
+
+    def __init__(self):
+        self.parent, self.runs = {}, 0
+
+    def run(self, cell_id):
+        self.runs += 1
+        self.parent = {"header": {"msg_id": f"run-{self.runs}"}, "metadata": {"cellId": cell_id}}
+
+    def get_parent(self, channel=None):
+        return self.parent
+
+
+def builders(tm):
+    lab = tm.load_gpt2(tm.save_toy_as_gpt2(tempfile.mkdtemp()))
+    corpus = tm.load_corpus()
+    made = {name: getattr(tm, name) for name in [
+        "tokenizer_widget", "embedding_scatter", "query_picker", "mask_and_heads",
+        "block_branches", "logit_playground", "logit_shift", "attention_switch", "tying_switch",
+        "temperature_explorer", "generation_stepper"]}
+    made["lab_attention"] = lambda: tm.lab_attention(lab)
+    made["train_live"] = lambda: (tm.train_live(corpus, steps=2, every=1), tm.train_live.panel)[1]
+    made["exercise"] = lambda: tm.exercise("06.3")
+    return made
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rebuilds", type=int, default=50, help="rebuilds of each builder")
+    parser.add_argument("--json", action="store_true", help="end with one line of JSON")
+    args = parser.parse_args(argv)
+    import matplotlib
+    matplotlib.use("module://ipympl.backend_nbagg")
+    import toy_model as tm
+    from toy_widgets import kit
+    kernel = Kernel()
+    kit._kernel = lambda: kernel                        # what the kit asks at each build
+    history, grown = [], {}
+
+    def build(name, make):
+        kernel.run(f"cell-{name}")
+        with contextlib.redirect_stdout(io.StringIO()):       # train_live displays itself
+            root = make()
+        root._repr_mimebundle_()
+        history.append(root)
+
+    made = builders(tm)
+    for name, make in made.items():                     # warm-up: matplotlib's caches fill,
+        for _ in range(3):                              # the first copies are replaced
+            build(name, make)
+    gc.collect()
+    tracemalloc.start()
+    for name, make in made.items():
+        for _ in range(3):         # the copies that stay live (the last, and for some plots
+            build(name, make)      # matplotlib keeps the one before), allocated while traced:
+        gc.collect()               # the growth counts what rebuilds add, not these copies
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(args.rebuilds):
+            build(name, make)
+        gc.collect()
+        grown[name] = (tracemalloc.get_traced_memory()[0] - before) / 2 ** 20
+        print(f"{name:22s} {grown[name]:8.3f} MiB after {args.rebuilds} rebuilds", flush=True)
+    total = sum(grown.values())
+    print(f"all builders: {total:.3f} MiB ({total * 1.048576:.2f} MB) after {args.rebuilds} "
+          f"rebuilds of each")
+    if args.json:
+        print(json.dumps({"rebuilds": args.rebuilds, "total_mib": total,
+                          "per_builder_mib": {k: round(v, 3) for k, v in grown.items()}}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""A widget's life in a kernel: one copy per notebook cell, copies that keep working, and
+nothing left behind when a cell runs again.
+
+JupyterLab sends the id of the cell it runs with each request; `cell(...)` below plays
+that part (the kernel's parent message), so these tests run the kit's own code path.
+"""
+import gc
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from ipywidgets.widgets import widget as ipywidget_module
+from widget_tools import find, shown
+
+import toy_model as tm
+from toy_widgets import kit
+
+REPO = Path(__file__).resolve().parents[1]
+BUILDERS = ["tokenizer_widget", "embedding_scatter", "query_picker", "mask_and_heads",
+            "block_branches", "logit_playground", "logit_shift", "attention_switch",
+            "tying_switch", "temperature_explorer", "generation_stepper"]
+
+
+class Kernel:
+    """The part of ipykernel the kit reads: the request being run, with its cell id."""
+
+    def __init__(self):
+        self.parent, self.runs = {}, 0
+
+    def run(self, cell_id):
+        self.runs += 1
+        self.parent = {"header": {"msg_id": f"run-{self.runs}"}, "metadata": {"cellId": cell_id}}
+
+    def get_parent(self, channel=None):
+        return self.parent
+
+
+@pytest.fixture
+def kernel(monkeypatch):
+    fake = Kernel()
+    monkeypatch.setattr(kit, "_kernel", lambda: fake)
+    yield fake
+    kit._BUILT.clear()
+
+
+def live_widgets():
+    return len(ipywidget_module._instances)
+
+
+def test_the_cell_id_is_read_from_the_request_jupyterlab_sends(kernel):
+    kernel.run("cell-a")
+    assert kit._cell() == ("cell-a", "run-1")
+    kernel.parent = {"header": {"msg_id": "x"}, "metadata": {}}       # nbclient sends no id
+    assert kit._cell() is None
+
+
+def test_without_a_kernel_there_is_no_cell():
+    assert kit._cell() is None
+
+
+def test_running_a_cell_again_closes_only_that_cells_old_copy(kernel):
+    kernel.run("cell-1")
+    first = tm.logit_playground()
+    fig1 = first.chart.fig
+    kernel.run("cell-2")
+    other = tm.logit_shift()
+    before = live_widgets()
+    kernel.run("cell-1")                                  # the same cell, run again
+    again = tm.logit_playground()
+    assert not plt.fignum_exists(fig1.number), "the old copy's figure is closed"
+    assert first.comm is None and not first.children, "the old copy's widgets are closed"
+    assert not hasattr(first, "chart"), "the old copy lets go of its chart (and figure)"
+    assert live_widgets() == before, "the rebuilt widget replaces the old one in the registry"
+    assert other.comm is not None and plt.fignum_exists(other.charts["p"].fig.number)
+    assert again.comm is not None
+
+
+def test_a_second_copy_in_another_cell_leaves_the_first_one_working(kernel):
+    kernel.run("cell-a")
+    a = tm.logit_playground()
+    kernel.run("cell-b")
+    b = tm.logit_playground("the dog climbed the")
+    assert plt.fignum_exists(a.chart.fig.number) and plt.fignum_exists(b.chart.fig.number)
+    slider = find(a, widgets.FloatSlider)[0]
+    drawn = []
+    a.chart.fig.canvas.mpl_connect("draw_event", lambda e: drawn.append(e))
+    slider.value = 5.0
+    z = tm.run("the cat climbed the")["logits"][-1].copy()
+    z[tm.VOCAB.index(" roof")] = 5.0
+    assert np.allclose(shown(a.chart), tm.softmax(z)), "a's plot follows its own slider"
+    assert np.allclose(shown(b.chart), tm.softmax(tm.run("the dog climbed the")["logits"][-1]))
+    assert a.comm is not None and a.chart.fig.canvas.comm is not None
+
+
+def test_two_copies_built_by_one_run_of_a_cell_both_stay(kernel):
+    kernel.run("cell-a")
+    a, b = tm.logit_playground(), tm.logit_playground("the dog climbed the")
+    assert a.comm is not None and b.comm is not None and hasattr(a, "chart")
+
+
+def test_exercise_boxes_are_closed_when_their_cell_runs_again(kernel):
+    kernel.run("cell-x")
+    tm.exercise("06.3")
+    count = live_widgets()
+    for _ in range(5):
+        kernel.run("cell-x")
+        tm.exercise("06.3")
+    assert live_widgets() == count
+
+
+@pytest.mark.parametrize("name", BUILDERS)
+def test_rebuilding_a_widget_in_its_cell_leaves_no_widget_figure_or_artist_behind(kernel, name):
+    """Counted, not timed or weighed: after the first rebuild, each later one leaves the
+    same number of widgets in ipywidgets' registry, figures in matplotlib's list, and
+    matplotlib artists alive (even with every old copy still referenced, as the kernel's
+    output history references a displayed one)."""
+    from matplotlib.artist import Artist
+    history = []
+
+    def rebuild():
+        kernel.run("the-cell")
+        root = getattr(tm, name)()
+        root._repr_mimebundle_()                          # displayed: picture, note, canvas
+        history.append(root)
+        gc.collect()
+        artists = sum(isinstance(o, Artist) for o in gc.get_objects())
+        return live_widgets(), len(plt.get_fignums()), artists
+
+    rebuild()
+    first = rebuild()
+    for _ in range(3):
+        assert rebuild() == first
+
+
+def test_fifty_rebuilds_of_every_widget_grow_the_kernel_by_less_than_20_mb():
+    """The kernel's memory, measured: benchmarks/rebuild_memory.py builds every widget
+    builder 50 times in one cell (each displayed, each old copy kept referenced) in a
+    process of its own and reports the growth of its heap."""
+    if os.environ.get("COURSE_FULL_MEMORY") != "1":
+        rebuilds = 2                                      # the suite's share: a few rebuilds
+    else:
+        rebuilds = 50
+    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "rebuild_memory.py"),
+                          "--rebuilds", str(rebuilds), "--json"],
+                         capture_output=True, text=True, cwd=REPO, check=True, timeout=600)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    per_rebuild = result["total_mib"] / rebuilds
+    assert per_rebuild * 50 < 20 / 1.048576, (
+        f"{rebuilds} rebuilds of every widget grew the heap by {result['total_mib']:.2f} MiB: "
+        f"{per_rebuild * 50:.1f} MiB at 50 rebuilds each: {result['per_builder_mib']}")
