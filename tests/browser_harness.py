@@ -931,6 +931,8 @@ def ink(canvas) -> float:
 # the widgets' text; and the ways a teacher saves, shuts down and closes a notebook.
 
 QUIET = 0.4  # s; no new frame for this long after the kernel went idle: the press is done
+STILL = 2.5  # s; a plot left alone may draw once more within this (toy_widgets.kit sends
+             # its last frame again after 1 s): that frame must be the one already shown
 
 
 def kernel_idle(page, path: str) -> bool:
@@ -940,7 +942,8 @@ def kernel_idle(page, path: str) -> bool:
 def frames_of_presses(page, path: str, root, keys: list[str], nth: int = 0) -> list[dict]:
     """Press each key in turn on the nth slider of the widget, waiting after each until its
     plot has drawn and is still; return, per press, the distinct frames the page drew
-    ("frames", PNG data URLs) and the widget's text afterwards ("text")."""
+    ("frames", PNG data URLs) and the widget's text afterwards ("text"); the last press
+    also has "later": any different frame drawn within STILL s after it, unpressed."""
     if not root.evaluate("(el) => window.__harness.recordFrames(el)"):
         raise AssertionError("the widget has no <canvas> to watch")
     handle = root.locator(".noUi-handle, input[type=range]").nth(nth)
@@ -959,6 +962,13 @@ def frames_of_presses(page, path: str, root, keys: list[str], nth: int = 0) -> l
             _poll(lambda: drawn_and_still() and (time.sleep(QUIET) or drawn_and_still()),
                   INTERACTION_TIMEOUT, f"the plot to draw after {key}", interval=0.1)
             presses.append({"key": key, "frames": frames, "text": visible_text(root)})
+        # Then the plot is left alone: whatever it draws now (the course's plots send their
+        # last frame once more after a second) must be the picture the last press drew.
+        later: list[str] = []
+        with contextlib.suppress(TimeoutError):
+            _poll(lambda: later.extend(root.evaluate("(el) => window.__harness.takeFrames(el)"))
+                  or later, STILL, "a frame after the plot was left alone", interval=0.2)
+        presses[-1]["later"] = later
     finally:
         root.evaluate("(el) => window.__harness.stopFrames(el)")
     return presses

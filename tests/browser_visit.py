@@ -174,10 +174,13 @@ class Visit:
 
 
 def _show_widest_plot(page) -> None:
-    """Scroll the widest plot of the open notebook into view (for the screenshots)."""
+    """Scroll the widest widget (or, with none live, the first picture) of the open
+    notebook into view, for the screenshots."""
     page.evaluate("""() => {
-        const shown = [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .course-widget')];
-        const widest = shown.sort((a, b) => b.scrollWidth - a.scrollWidth)[0];
+        const panel = '.jp-NotebookPanel:not(.lm-mod-hidden) ';
+        const shown = [...document.querySelectorAll(panel + '.course-widget')];
+        const widest = shown.sort((a, b) => b.scrollWidth - a.scrollWidth)[0] ||
+                       document.querySelector(panel + '.jp-OutputArea-output img');
         if (widest) widest.scrollIntoView({block: 'center'});
     }""")
 
@@ -231,6 +234,9 @@ def _frames(page, path: str, widget: str, keys: list[str], nth: int) -> list[str
         if len(press["frames"]) > 1:
             found.append(f"w-{widget}: press {i + 1} ({press['key']}) drew {len(press['frames'])} "
                          "different pictures, one after the other (a wrong frame first?)")
+    if presses and presses[-1].get("later"):
+        found.append(f"w-{widget}: left alone after the last press, the plot then drew a different "
+                     "picture: the frame each press drew was not its value's picture")
     values = _values(keys)
     for i in range(len(presses)):
         for j in range(i + 1, len(presses)):
@@ -283,6 +289,7 @@ def _end_and_reopen(page, lab, path: str, order: str, shots: Path) -> list[str]:
         canvases = figures.nth(i).locator("canvas")
         if not any(canvas_is_drawn(canvases.nth(k)) for k in range(canvases.count())):
             found.append(f"plot {i + 1} came back blank")
+    _show_widest_plot(page)
     page.screenshot(path=shots / "reopened.png")
     return found
 

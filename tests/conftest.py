@@ -66,6 +66,7 @@ def pytest_collection_modifyitems(config, items):
     return (yield)
 
 
+
 @pytest.fixture(scope="session", autouse=True)
 def ipympl_backend():
     """Live figures are ipympl canvases (widgets), as in a kernel with %matplotlib widget."""
