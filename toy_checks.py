@@ -7,6 +7,10 @@ ValueError with one sentence saying what was wrong and what is allowed. toy_mode
 toy_train and toy_gpt2 all use them, so the same mistake gets the same sentence
 everywhere. The model's weights are read-only (Frozen), for the same reason.
 """
+import copy
+import re
+import sys
+
 import numpy as np
 
 VOCAB_SIZE = 12          # the toy's; every check takes the size of the model at hand
@@ -26,20 +30,37 @@ def _is_number(x):
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
 
 
-def _count(n, what, low=1):
-    """A whole number of at least `low` (an int, not 2.5, True or "3")."""
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < low:
-        raise ValueError(f"{what} must be a whole number, {low} or more, not {n!r}.")
+def _shown(x):
+    """A learner's value in a message: short, on one line."""
+    if isinstance(x, np.ndarray):
+        return f"an array of shape {x.shape}"
+    text = repr(x)
+    return text if len(text) <= 40 and "\n" not in text else f"a {type(x).__name__}"
+
+
+def _count(n, what, low=1, high=None):
+    """A whole number of at least `low` (an int, not 2.5, True or "3"), at most `high`."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < low \
+            or high is not None and n > high:
+        upto = f" to {high}" if high is not None else " or more"
+        raise ValueError(f"{what} must be a whole number, {low}{upto}, not {_shown(n)}.")
     return int(n)
 
 
+def _flag(value, what):
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{what} must be True or False, not {_shown(value)}.")
+    return bool(value)
+
+
 def _as_floats(x, who):
-    """x as an array of real numbers (lists welcome; float32 stays float32)."""
+    """x as an array of real numbers (lists welcome; float32 stays float32, other floats
+    become float64)."""
     try:
         arr = np.asarray(x)
-    except ValueError:                              # ragged: rows of different lengths
+    except (ValueError, TypeError, OverflowError):  # ragged: rows of different lengths
         raise ValueError(f"{who} takes an array of numbers with rows of equal length.") from None
-    if arr.dtype.kind in "biu":
+    if arr.dtype.kind in "biu" or arr.dtype.kind == "f" and arr.dtype not in _LARGEST:
         return arr.astype(float)
     if arr.dtype.kind != "f":
         raise ValueError(f"{who} takes an array of real numbers, not {_kind(x)}.")
@@ -47,20 +68,53 @@ def _as_floats(x, who):
 
 
 def _kind(x):
-    arr = np.asarray(x, dtype=object) if not isinstance(x, np.ndarray) else x
-    return f"{type(x).__name__} of {arr.dtype}" if isinstance(x, np.ndarray) else type(x).__name__
+    return f"{type(x).__name__} of {x.dtype}" if isinstance(x, np.ndarray) else type(x).__name__
 
 
-def _as_logits(z, who):
+# The largest size a number may have as it goes into a piece of the model: small enough
+# that no product, square or cube inside the forward pass can overflow to infinity.
+_LARGEST = {np.dtype(np.float64): 1e30, np.dtype(np.float32): 1e6}
+
+
+def as_numbers(x, who, min_dims=0, last=None):
+    """x as an array of real numbers of ordinary size, with at least min_dims axes and, if
+    given, `last` numbers in each row (its last axis); or one sentence."""
+    arr = _as_floats(x, who)
+    if arr.ndim < min_dims or arr.size == 0:
+        need = ("a number or an array of numbers", "a row of numbers",
+                "rows of numbers (an array with 2 axes)")[min(min_dims, 2)]
+        raise ValueError(f"{who} takes {need}, not {_shown(x)}.")
+    if last is not None and arr.shape[-1] != last:
+        raise ValueError(f"{who} needs {last} numbers in each row, not an array of shape {arr.shape}.")
+    largest = _LARGEST[arr.dtype]
+    if not (arr.max() <= largest and arr.min() >= -largest):       # False for NaN; no copy made
+        raise ValueError(f"{who} takes finite numbers of at most {largest:.0e} in size "
+                         "(NaN, infinity or a larger number found).")
+    return arr
+
+
+def as_layer(layer, who, keys=("w", "b")):
+    """A layer's dict of weights, such as {"w": ..., "b": ...}, or one sentence."""
+    if not isinstance(layer, dict) or set(layer) != set(keys):
+        raise ValueError(f"{who} takes a layer's weights, a dict with the keys "
+                         f"{' and '.join(keys)} (as in tm.PARAMS), not {_shown(layer)}.")
+    return layer
+
+
+def _as_logits(z, who, axis=-1):
     """Logits a softmax can take: real numbers, at least one per row, no NaN, no +infinity,
     and not a whole row of -infinity."""
     z = _as_floats(z, who)
     if z.size == 0 or z.ndim == 0:
         raise ValueError(f"{who} takes at least one logit (one number per token), not {z.shape}.")
-    if not np.all(np.isfinite(z) | (z == -np.inf)):
-        raise ValueError("Logits must be finite numbers (NaN or +infinity found); "
-                         "any real number is allowed, even ±1000.")
-    if np.any(np.all(z == -np.inf, axis=-1)):
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool) or not -z.ndim <= axis < z.ndim:
+        raise ValueError(f"{who}'s axis must name one of the {z.ndim} axes of the logits "
+                         f"(-1: along each row), not {_shown(axis)}.")
+    largest = 1e300 if z.dtype == np.float64 else 1e38
+    if not np.all((np.abs(z) <= largest) | (z == -np.inf)):
+        raise ValueError(f"Logits must be finite numbers (NaN, +infinity or a size beyond "
+                         f"{largest:.0e} found); any real number is allowed, even ±1000.")
+    if np.any(np.all(z == -np.inf, axis=axis)):
         raise ValueError("Every logit of a row is -infinity: at least one token per row must "
                          "have a finite logit (is a mask hiding every position?).")
     return z
@@ -70,19 +124,19 @@ def as_ids(ids, who, vocab_size=VOCAB_SIZE):
     """ids as a list of Python ints, or one sentence saying what `who` needs instead."""
     if isinstance(ids, str):
         raise ValueError(f"{who} takes token ids, not text: turn text into ids with encode() first.")
-    if ids is None or isinstance(ids, (dict, set)) or np.ndim(ids) == 0 and not hasattr(ids, "__len__"):
+    if isinstance(ids, (dict, set, bytes)) or not hasattr(ids, "__iter__") \
+            or isinstance(ids, np.ndarray) and ids.ndim == 0:
         raise ValueError(f"{who} takes a list of token ids, not {type(ids).__name__}.")
-    try:
-        arr = np.asarray(list(ids) if not isinstance(ids, np.ndarray) else ids)
-    except (ValueError, TypeError):
-        arr = np.asarray([None])
-    if arr.ndim != 1 and arr.size > 0:
-        raise ValueError(f"{who} takes one list of token ids, not an array of shape {arr.shape}.")
-    if arr.size and arr.dtype.kind not in "iu":
-        bad = next((i for i in arr.tolist() if isinstance(i, bool) or not isinstance(i, int)), arr[0])
+    items = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
+    if isinstance(ids, np.ndarray) and ids.ndim > 1 and ids.size:
+        raise ValueError(f"{who} takes one list of token ids, not an array of shape {ids.shape}.")
+    if any(isinstance(i, (list, tuple, np.ndarray)) for i in items):
+        raise ValueError(f"{who} takes one list of token ids, not a list of lists.")
+    bad = [i for i in items if isinstance(i, bool) or not isinstance(i, (int, np.integer))]
+    if bad:                                         # the first that is not a whole number
         raise ValueError(f"{who} takes token ids, which are whole numbers from 0 to "
-                         f"{vocab_size - 1}; got {_short(str(bad))!r} among them.")
-    ids = [int(i) for i in arr]
+                         f"{vocab_size - 1}; got {_short(str(bad[0]))!r} among them.")
+    ids = [int(i) for i in items]
     bad = [i for i in ids if not 0 <= i < vocab_size]
     if bad:
         raise ValueError(f"Token id {bad[0]} does not exist: ids run from 0 to {vocab_size - 1}.")
@@ -127,7 +181,7 @@ def check_n_head(n_head, d):
     if isinstance(n_head, bool) or not isinstance(n_head, (int, np.integer)) or not 0 < n_head <= d \
             or d % n_head:
         raise ValueError(f"n_head must be a whole number that divides d = {d} (each head gets "
-                         f"d / n_head dimensions), not {n_head!r}.")
+                         f"d / n_head dimensions), not {_shown(n_head)}.")
     return int(n_head)
 
 
@@ -143,22 +197,48 @@ def _at(tree, name):
     return tree
 
 
+def _layout(tree):
+    if isinstance(tree, dict):
+        return "the keys " + ", ".join(map(str, tree)) if tree else "an empty dict"
+    if isinstance(tree, list):
+        return f"a list of {len(tree)}"
+    return f"an array of shape {np.shape(tree)}" if isinstance(tree, np.ndarray) else type(tree).__name__
+
+
+def _mismatch(path, first, other):
+    """The sentence for two trees of weights (weights and gradients, say) of different layouts."""
+    where = ".".join(map(str, path)) or "the top"
+    return (f"The trees of weights differ at {where}: one has {_layout(first)}, the other "
+            f"{_layout(other)}; both need the same keys and the same number of blocks.")
+
+
 BLOCK_SHAPES = {"ln_1.g": "d", "ln_1.b": "d", "attn.c_attn.w": "d 3d", "attn.c_attn.b": "3d",
                 "attn.c_proj.w": "d d", "attn.c_proj.b": "d", "ln_2.g": "d", "ln_2.b": "d",
                 "mlp.c_fc.w": "d m", "mlp.c_fc.b": "m", "mlp.c_proj.w": "m d", "mlp.c_proj.b": "d"}
 
 
+_CHECKED = {}          # id -> (read-only tree, tied, d): checked once, since it cannot change
+
+
+def _shape(w):
+    return w.shape if isinstance(w, np.ndarray) else ()
+
+
 def check_params(params, n_head, tied=False):
-    """The weights' tree is GPT-2's layout with consistent shapes; returns n_head as an int."""
+    """The weights' tree is GPT-2's layout with consistent shapes and numbers of ordinary
+    size; returns n_head as an int. The model's own read-only weights are checked once."""
+    known = _CHECKED.get(id(params))
+    if known is not None and known[0] is params and known[1] == tied:
+        return check_n_head(n_head, known[2])
     if not isinstance(params, dict) or not {"wte", "wpe", "blocks", "ln_f"} <= params.keys():
         raise ValueError("params must be the weights' dict, with wte, wpe, blocks and ln_f "
                          "(as tm.PARAMS or tm.copy_params()).")
     blocks = params["blocks"]
     if not isinstance(blocks, list) or not blocks:
         raise ValueError("params['blocks'] must be a list of at least one block.")
-    V, d = np.shape(params["wte"]) if np.ndim(params["wte"]) == 2 else (0, 0)
-    sizes = {"d": d, "3d": 3 * d, "V": V, "n": len(params["wpe"]),
-             "m": (np.shape(_at(blocks[0], "mlp.c_fc.w")) or (0,))[-1]}
+    V, d = _shape(params["wte"]) if len(_shape(params["wte"])) == 2 else (0, 0)
+    sizes = {"d": d, "3d": 3 * d, "V": V, "n": (_shape(params["wpe"]) or (0,))[0],
+             "m": (_shape(_at(blocks[0], "mlp.c_fc.w")) or (0,))[-1]}
     want = {"wte": "V d", "wpe": "n d", "ln_f.g": "d", "ln_f.b": "d",
             **({"w_u": "d V"} if "w_u" in params and not tied else {}),
             **{f"blocks.{i}.{name}": dims for i in range(len(blocks))
@@ -168,25 +248,30 @@ def check_params(params, n_head, tied=False):
         if w is None:
             raise ValueError(f"params has no weight {name!r}: it must have GPT-2's layout "
                              "(as tm.PARAMS or tm.copy_params()).")
-        if np.shape(w) != shape or d == 0 or np.asarray(w).dtype.kind != "f":
-            raise ValueError(f"The weight {name!r} has shape {np.shape(w)}, but the others need "
-                             f"{shape} (d = {d}, V = {V}), in floats.")
+        if _shape(w) != shape or 0 in shape or w.dtype not in _LARGEST:
+            raise ValueError(f"The weight {name!r} has shape {_shape(w)}, but the others need "
+                             f"{shape} (d = {d}, V = {V}), in floats (float64 or float32).")
+        as_numbers(w, f"The weight {name!r}")
+    if isinstance(params, ReadOnlyDict):
+        if len(_CHECKED) > 16:
+            _CHECKED.clear()
+        _CHECKED[id(params)] = (params, tied, d)
     return check_n_head(n_head, d)
 
 
 def check_sampling(temperature=1.0, top_k=None, top_p=None):
     """The settings of next_token_probs, or one sentence saying which is wrong and what is allowed."""
     if not _is_number(temperature) or not np.isfinite(temperature) or temperature < 0:
-        raise ValueError(f"Temperature must be 0 (greedy) or a positive number, not {temperature!r}.")
+        raise ValueError(f"Temperature must be 0 (greedy) or a positive number, not {_shown(temperature)}.")
     if top_k is not None and not (_is_number(top_k) and float(top_k).is_integer() and top_k >= 1):
-        raise ValueError(f"top-k must be a whole number of at least 1, not {top_k!r}.")
+        raise ValueError(f"top-k must be a whole number of at least 1, not {_shown(top_k)}.")
     if top_p is not None and not (_is_number(top_p) and 0 < top_p <= 1):
-        raise ValueError(f"top-p must be above 0 and at most 1, not {top_p!r}.")
+        raise ValueError(f"top-p must be above 0 and at most 1, not {_shown(top_p)}.")
 
 
 def check_seed(seed):
     if not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and 0 <= seed < 2**63):
-        raise ValueError(f"The seed must be a whole number from 0 to 2**63 - 1, not {seed!r}.")
+        raise ValueError(f"The seed must be a whole number from 0 to 2**63 - 1, not {_shown(seed)}.")
     return int(seed)
 
 
@@ -194,8 +279,8 @@ def check_distribution(p, who):
     """One probability distribution: non-negative numbers that add up to 1 (float32's
     rounding allowed)."""
     try:
-        p = np.asarray(p, dtype=float)
-    except (ValueError, TypeError):
+        p = _as_floats(p, who).astype(float)
+    except ValueError:
         p = np.asarray([np.nan])
     if p.ndim != 1 or p.size == 0 or np.any(~(p >= 0)) or not np.isclose(p.sum(), 1, atol=1e-5):
         raise ValueError(f"{who} takes one probability distribution: non-negative numbers "
@@ -203,32 +288,189 @@ def check_distribution(p, who):
     return p
 
 
-class Frozen(np.ndarray):
-    """A weight of the model: read-only, so that every cell of every notebook sees the same
-    model. Anything computed from it is an ordinary array."""
-
-    def __setitem__(self, key, value):
-        if not self.flags.writeable:
-            raise ValueError(READ_ONLY)
-        super().__setitem__(key, value)
-
-    def __getitem__(self, key):
-        part = super().__getitem__(key)
-        return part.view(np.ndarray) if isinstance(part, np.ndarray) else part
-
-    def __array_wrap__(self, array, context=None, return_scalar=False):
-        array = array.view(np.ndarray)
-        return array[()] if return_scalar else array
-
-    def __repr__(self):
-        return repr(self.view(np.ndarray))
-
+# --- The model's weights are read-only ---------------------------------------------
+# Every notebook, widget and exercise computes with the one tm.PARAMS, so nothing a learner
+# writes may change it: the dicts and lists of the tree refuse every change, and each array
+# lies over memory that cannot be made writable (an immutable `bytes` object, for which
+# numpy refuses the WRITEABLE flag). A copy, tm.copy_params(), changes freely.
 
 READ_ONLY = ("The model's weights are read-only, so that every notebook sees the same model: "
              "experiment on a copy, params = tm.copy_params() (or E = tm.PARAMS['wte'].copy()).")
 
 
+def _refuse(*_args, **_kwargs):
+    raise ValueError(READ_ONLY)
+
+
+def _writable(arr):
+    if not _FLAGS(arr).writeable:
+        raise ValueError(READ_ONLY)
+
+
+class ReadOnlyDict(dict):
+    """A dict of the weights' tree: it reads as a dict and refuses every change.
+    copy.deepcopy() or tm.copy_params() give an ordinary, writable copy."""
+    __slots__ = ()
+    __setitem__ = __delitem__ = __ior__ = update = pop = popitem = clear = setdefault = _refuse
+
+    def __copy__(self):
+        return dict(self)
+
+    def __deepcopy__(self, memo):
+        return {key: copy.deepcopy(value, memo) for key, value in self.items()}
+
+    def __reduce__(self):
+        return dict, (dict(self),)
+
+
+class ReadOnlyList(list):
+    """A list of the weights' tree (or the vocabulary): it reads as a list and refuses every change."""
+    __slots__ = ()
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
+
+    def __copy__(self):
+        return list(self)
+
+    def __deepcopy__(self, memo):
+        return [copy.deepcopy(value, memo) for value in self]
+
+    def __reduce__(self):
+        return list, (list(self),)
+
+
+_FLAGS = np.ndarray.flags.__get__            # numpy's own flags of an array
+
+
+class _Flags:
+    """A weight's flags, as numpy's, except that WRITEABLE cannot be switched on."""
+    __slots__ = ("_flags",)
+
+    def __init__(self, flags):
+        object.__setattr__(self, "_flags", flags)
+
+    def __getattr__(self, name):
+        return getattr(self._flags, name)
+
+    def __getitem__(self, key):
+        return self._flags[key]
+
+    def __setattr__(self, name, value):
+        if name == "writeable" and value and not self._flags.writeable:
+            raise ValueError(READ_ONLY)
+        setattr(self._flags, name, value)
+
+    def __setitem__(self, key, value):
+        if key in ("W", "WRITEABLE") and value and not self._flags.writeable:
+            raise ValueError(READ_ONLY)
+        self._flags[key] = value
+
+    def __repr__(self):
+        return repr(self._flags)
+
+
+def _guarded(name):
+    """ndarray's method `name`, refused with READ_ONLY on a read-only array (it writes in place)."""
+    method = getattr(np.ndarray, name)
+
+    def guarded(self, *args, **kwargs):
+        _writable(self)
+        return method(self, *args, **kwargs)
+    guarded.__name__ = guarded.__qualname__ = name
+    return guarded
+
+
+def _guarded_attribute(name):
+    """An attribute (shape, dtype, strides) that a read-only array keeps: setting it would
+    reinterpret the weight's memory in place."""
+    attribute = getattr(np.ndarray, name)
+
+    def set_it(self, value):
+        _writable(self)
+        attribute.__set__(self, value)
+    return property(attribute.__get__, set_it, doc=attribute.__doc__)
+
+
+class Frozen(np.ndarray):
+    """A weight of the model: read-only, so that every cell of every notebook sees the same
+    model. A view of it (W[0], W.T) is a Frozen too; anything computed from it (W + 1, W[ids],
+    W.copy()) is an ordinary, writable array."""
+
+    flags = property(lambda self: _Flags(_FLAGS(self)))
+    shape, dtype, strides = (_guarded_attribute(name) for name in ("shape", "dtype", "strides"))
+    fill, sort, put, partition, resize = (_guarded(name) for name in
+                                          ("fill", "sort", "put", "partition", "resize"))
+
+    def __setitem__(self, key, value):
+        _writable(self)
+        super().__setitem__(key, value)
+
+    def __getitem__(self, key):
+        part = super().__getitem__(key)          # a view of read-only memory stays Frozen
+        return part.view(np.ndarray) if isinstance(part, np.ndarray) and _FLAGS(part).writeable else part
+
+    def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+        """Every numpy function of a weight computes on plain arrays; writing into a weight
+        (W += 1, np.add(W, 1, out=W), np.add.at(W, 0, 1)) is refused."""
+        for arr in (out or ()) + (inputs[:1] if method == "at" else ()):
+            if isinstance(arr, Frozen):
+                _writable(arr)
+        plain = [a.view(np.ndarray) if isinstance(a, Frozen) else a for a in inputs]
+        if out is not None:
+            kwargs["out"] = tuple(a.view(np.ndarray) if isinstance(a, Frozen) else a for a in out)
+        result = getattr(ufunc, method)(*plain, **kwargs)
+        return out[0] if out is not None and len(out) == 1 else result
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        array = array.view(np.ndarray)
+        return array[()] if return_scalar else array
+
+    def setflags(self, write=None, align=None, uic=None):
+        if write:
+            _writable(self)
+        super().setflags(write, align, uic)
+
+    def copy(self, order="C"):
+        return np.array(self, order=order, subok=False)
+
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+    def __repr__(self):
+        return repr(self.view(np.ndarray))
+
+
+# One door stays open: np.asarray(W) (or W.view(np.ndarray)) is a plain ndarray over the
+# weight's memory, and numpy, not this module, refuses writing into it, in numpy's words
+# ("assignment destination is read-only"). In IPython, and so in a notebook, the course
+# puts its own sentence in their place; the traceback still points at the line.
+
+NUMPY_READ_ONLY = re.compile(r"(.*\bread-only|cannot set WRITEABLE flag to True of this array)")
+
+
+def _read_only_sentence(numpy_message):
+    return (f"This array is read-only (numpy: {numpy_message.rstrip('.')}); the model's weights "
+            "and every view of them are, so that every notebook sees the same model: experiment "
+            "on a copy, params = tm.copy_params() (or a = a.copy()).")
+
+
+def explain_read_only_in_ipython():
+    """In IPython, give numpy's read-only errors the course's sentence (see above)."""
+    shell = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
+    if shell is None or shell.custom_exceptions not in ((), (ValueError,)):
+        return                                      # not IPython, or a handler of its own
+
+    def handler(shell, etype, value, tb, tb_offset=None):
+        if etype is ValueError and len(value.args) == 1 and NUMPY_READ_ONLY.fullmatch(str(value)):
+            value.args = (_read_only_sentence(str(value)),)
+        shell.showtraceback((etype, value, tb), tb_offset=tb_offset)   # as without a handler
+    shell.set_custom_exc((ValueError,), handler)
+
+
 def frozen(leaf):
-    arr = np.array(leaf, dtype=float).view(Frozen)
-    arr.flags.writeable = False
-    return arr
+    """A weight as a Frozen array of floats, over memory that cannot be made writable."""
+    arr = np.array(as_numbers(leaf, "freeze"), dtype=float)
+    return np.ndarray.__new__(Frozen, arr.shape, float, buffer=arr.tobytes())

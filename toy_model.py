@@ -35,16 +35,18 @@ import re
 
 import numpy as np
 
-from toy_checks import (_as_floats, _as_logits, _count, _short, as_ids, check_distribution,
-                        check_ids, check_params, check_sampling, check_seed, check_targets,
+from toy_checks import (ReadOnlyDict, ReadOnlyList, _as_floats, _as_logits, _count, _flag,
+                        _is_number, _mismatch, _short, _shown, as_ids, as_layer, as_numbers,
+                        check_n_head, check_distribution, check_ids, check_params,
+                        check_sampling, check_seed, check_targets, explain_read_only_in_ipython,
                         frozen)
 
 # --- 1. Tokens ---------------------------------------------------------------
 
-VOCAB = ["the", " the", " cat", " dog", " climb", "ed",
-         " roof", " wall", " sofa", " floor", ".", "<|endoftext|>"]
+VOCAB = ReadOnlyList(["the", " the", " cat", " dog", " climb", "ed",       # read-only, as the
+                      " roof", " wall", " sofa", " floor", ".", "<|endoftext|>"])   # weights
 EOT = VOCAB.index("<|endoftext|>")   # 11: marks the end of a text
-DIMS = ["go on", "surface", "ending", "noun"]   # names of d1..d4, for plots
+DIMS = ReadOnlyList(["go on", "surface", "ending", "noun"])   # names of d1..d4, for plots
 N_CTX = 8        # the longest context the model accepts (rows of wpe)
 N_HEAD = 2
 
@@ -166,41 +168,57 @@ def _ln_params(d):
 # The weights are a tree: dicts and lists with arrays at the leaves. One walker goes
 # over it; freezing, copying, naming, replacing and the optimisers all use it.
 
-def walk(fn, *trees, path=()):
+def walk(fn, *trees, path=(), kinds=(dict, list)):
     """A new tree of the same layout, each leaf fn(path, *leaves): path is the leaf's keys
-    from the root, such as ("blocks", 0, "ln_1", "g"). Every dict and list is new."""
+    from the root, such as ("blocks", 0, "ln_1", "g"). Every dict and list is new, of the
+    types `kinds` (read-only ones for the model's own weights)."""
+    if not path and (not callable(fn) or not trees):
+        raise ValueError(f"walk and tree_map take a function to apply to each weight (such as "
+                         f"np.copy), then the tree(s) of weights, not {_shown(fn)}.")
     first = trees[0]
     if isinstance(first, dict):
         for other in trees[1:]:
             if not isinstance(other, dict) or other.keys() != first.keys():
                 raise ValueError(_mismatch(path, first, other))
-        return {key: walk(fn, *(t[key] for t in trees), path=path + (key,)) for key in first}
+        return kinds[0]({key: walk(fn, *(t[key] for t in trees), path=path + (key,), kinds=kinds)
+                         for key in first})
     if isinstance(first, list):
         for other in trees[1:]:
             if not isinstance(other, list) or len(other) != len(first):
                 raise ValueError(_mismatch(path, first, other))
-        return [walk(fn, *leaves, path=path + (i,)) for i, leaves in enumerate(zip(*trees))]
+        return kinds[1](walk(fn, *leaves, path=path + (i,), kinds=kinds)
+                        for i, leaves in enumerate(zip(*trees)))
     return fn(path, *trees)
 
 
 def tree_map(fn, *trees):
     """fn applied leaf by leaf to trees of the same layout: tree_map(np.copy, params)."""
+    if not callable(fn):
+        walk(fn)                                    # walk's sentence: a function is needed
     return walk(lambda _path, *leaves: fn(*leaves), *trees)
 
 
 def weight_name(path):
+    if not isinstance(path, (tuple, list)) or not all(isinstance(k, (str, int)) for k in path):
+        raise ValueError(f"weight_name takes a weight's path, such as ('blocks', 0, 'ln_1', 'g'), "
+                         f"not {_shown(path)}.")
     return ".".join(map(str, path))
 
 
 def weight_names(tree):
     """Every weight's name as a dotted path: "wte", "blocks.0.attn.c_attn.w", ..."""
     names = []
+    _check_tree(tree, "weight_names")
     walk(lambda path, _leaf: names.append(weight_name(path)), tree)
     return names
 
 
 def get_weight(tree, name):
     """The array at a dotted path, such as "blocks.0.mlp.c_fc.w"."""
+    _check_tree(tree, "get_weight")
+    if not isinstance(name, str):
+        raise ValueError(f"get_weight takes a weight's name, such as 'blocks.0.mlp.c_fc.w', "
+                         f"not {_shown(name)}.")
     found = []
     walk(lambda path, leaf: found.append(leaf) if weight_name(path) == name else None, tree)
     if not found:
@@ -212,20 +230,29 @@ def get_weight(tree, name):
 def replace_weight(tree, name, value):
     """A new tree with the array at `name` replaced; the old tree is left as it was."""
     old = np.shape(get_weight(tree, name))
-    value = np.asarray(value, dtype=float)
+    value = as_numbers(value, "replace_weight").astype(float)
     if value.shape != old:
         raise ValueError(f"The weight {name!r} has shape {old}; its replacement has {value.shape}.")
     return walk(lambda path, leaf: value if weight_name(path) == name else leaf, tree)
 
 
 def freeze(tree):
-    """The same nested weights, every array read-only (a Frozen view)."""
-    return walk(lambda _path, leaf: frozen(leaf), tree)
+    """The same nested weights, read-only at every level: each dict and list refuses changes,
+    each array is a Frozen copy (see toy_checks)."""
+    _check_tree(tree, "freeze")
+    return walk(lambda _path, leaf: frozen(leaf), tree, kinds=(ReadOnlyDict, ReadOnlyList))
 
 
 def copy_params(params=None):
     """A writable copy of the weights (of PARAMS by default), to change and run."""
-    return tree_map(np.array, PARAMS if params is None else params)
+    params = PARAMS if params is None else params
+    check_params(params, 1)
+    return tree_map(np.array, params)
+
+
+def _check_tree(tree, who):
+    if not isinstance(tree, (dict, list)):
+        raise ValueError(f"{who} takes a tree of weights (a dict such as tm.PARAMS), not {_shown(tree)}.")
 
 
 PARAMS = freeze({
@@ -242,13 +269,19 @@ PARAMS = freeze({
     "ln_f": _ln_params(4),
     "w_u": _w_u,                                   # [d, V]     the toy's own unembedding
 })
+explain_read_only_in_ipython()                    # np.asarray(W)[0, 0] = 5: the course's sentence
 
 
 # --- 3. The pieces of the forward pass ------------------------------------------
 
 def layer_norm(x, g, b, eps=1e-5):
     """GPT-2's LayerNorm, row by row: subtract the mean, divide by the std, then g and b."""
-    x = _as_floats(x, "layer_norm")
+    x = as_numbers(x, "layer_norm", min_dims=1)
+    g, b = (as_numbers(w, "layer_norm's g and b") for w in (g, b))   # one number: a float, weak
+    g, b = (w if w.ndim else float(w) for w in (g, b))                 # (float32 x stays float32)
+    if {np.shape(g), np.shape(b)} - {(), x.shape[-1:]} or not (_is_number(eps) and 0 < eps < 1):
+        raise ValueError(f"layer_norm takes x with rows of d numbers, g and b of d numbers each "
+                         f"(or one), and a small eps > 0; got x {x.shape}, g {np.shape(g)}, b {np.shape(b)}.")
     mean = x.mean(axis=-1, keepdims=True)
     var = x.var(axis=-1, keepdims=True)          # population variance, as GPT-2
     return g * (x - mean) / np.sqrt(var + eps) + b
@@ -256,39 +289,54 @@ def layer_norm(x, g, b, eps=1e-5):
 
 def gelu(x):
     """GPT-2's GELU (the tanh form): like ReLU, but smooth, and slightly negative below 0."""
-    x = _as_floats(x, "gelu")
-    return 0.5 * x * (1 + np.tanh((2 / np.pi) ** 0.5 * (x + 0.044715 * x * x * x)))
+    x = as_numbers(x, "gelu")
+    t = np.clip(x, -10, 10)                         # tanh is ±1 beyond: no cube to overflow
+    return 0.5 * x * (1 + np.tanh((2 / np.pi) ** 0.5 * (t + 0.044715 * t * t * t)))
 
 
 def softmax(z, axis=-1):
     """Scores -> probabilities. Subtracting the max first changes nothing (a constant
     shift cancels) but keeps e^z finite for logits like 1000."""
-    z = _as_logits(z, "softmax")
+    z = _as_logits(z, "softmax", axis)
     e = np.exp(z - z.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
 
 
 def linear(x, w, b):
-    return x @ w + b                                # [n, d_in] -> [n, d_out]
+    x, w, b = as_numbers(x, "linear", min_dims=1), as_numbers(w, "linear"), as_numbers(b, "linear")
+    if w.ndim != 2 or w.shape[0] != x.shape[-1] or b.shape not in ((), w.shape[1:]):
+        raise ValueError(f"linear takes x [n, d_in], w [d_in, d_out] and b [d_out]; got x "
+                         f"{x.shape}, w {w.shape}, b {b.shape}.")
+    return x @ w + (b if b.ndim else float(b))                               # [n, d_in] -> [n, d_out]
 
 
 def embed(ids, wte, wpe, start=0):
     """ids -> x: each token's row of wte plus its position's row of wpe (positions count
     from `start`, the number of tokens already in a KV cache)."""
-    ids = np.asarray(ids)
+    wte, wpe = as_numbers(wte, "embed", min_dims=2), as_numbers(wpe, "embed", min_dims=2)
+    start = _count(start, "embed's start", low=0)
+    ids = np.asarray(ids if isinstance(ids, np.ndarray) and ids.ndim == 2 else as_ids(ids, "embed", len(wte)))
+    if wte.ndim != 2 or wpe.ndim != 2 or wte.shape[1] != wpe.shape[1] or ids.dtype.kind not in "iu" \
+            or not ((0 <= ids) & (ids < len(wte))).all() or start + ids.shape[-1] > len(wpe):
+        raise ValueError(f"embed takes ids (0 to V - 1, at most n_ctx - start of them), wte [V, d] "
+                         f"and wpe [n_ctx, d]; got ids {ids.shape}, wte {wte.shape}, wpe {wpe.shape}.")
     return wte[ids] + wpe[start:start + ids.shape[-1]]     # [n] -> [n, d]
 
 
 def causal_mask(n):
     """True where row i may look at column j: itself and earlier positions only."""
-    n = _count(n, "causal_mask")
+    n = _count(n, "causal_mask", high=2**13)       # an n x n table: 64 MB at most
     return np.tril(np.ones((n, n), dtype=bool))     # [n, n]
 
 
 def attention(q, k, v, mask=True, trace=None):
     """One head: scores = q k^T / sqrt(d_head), softmax by row, weighted sum of v.
     q may have fewer rows than k and v: they are then the newest positions."""
-    q, k, v = (_as_floats(a, "attention") for a in (q, k, v))
+    q, k, v = (as_numbers(a, "attention", min_dims=2) for a in (q, k, v))
+    if q.shape[-1] != k.shape[-1] or k.shape[:-1] != v.shape[:-1] or q.shape[:-2] != k.shape[:-2] \
+            or _flag(mask, "mask") and q.shape[-2] > k.shape[-2]:
+        raise ValueError(f"attention takes q [m, d_head], k [n, d_head] and v [n, d_v] (m <= n "
+                         f"with the mask); got q {q.shape}, k {k.shape}, v {v.shape}.")
     scores = q @ k.swapaxes(-1, -2) / q.shape[-1] ** 0.5    # [m, n]: q k^T
     if mask:                                        # the new rows are the mask's last rows
         scores = np.where(causal_mask(k.shape[-2])[k.shape[-2] - q.shape[-2]:], scores, -np.inf)
@@ -302,6 +350,11 @@ def attention(q, k, v, mask=True, trace=None):
 def multi_head(x, c_attn, c_proj, n_head, mask=True, trace=None, cache=None):
     """All heads side by side: project to q, k, v, split into heads, attend, concat, W_O.
     cache: a dict that keeps the keys and values of earlier positions; the new ones join it."""
+    x = as_numbers(x, "multi_head", min_dims=2)
+    as_layer(c_attn, "multi_head's c_attn"), as_layer(c_proj, "multi_head's c_proj")
+    n_head = check_n_head(n_head, x.shape[-1])
+    if not isinstance(cache, (dict, type(None))) or not isinstance(trace, (dict, type(None))):
+        raise ValueError("multi_head's cache and trace must each be a dict (or None).")
     q, k, v = np.split(linear(x, **c_attn), 3, axis=-1)    # [n, 3d] -> 3 x [n, d]
     if cache is not None:
         k = cache["k"] = np.concatenate([cache["k"], k], axis=-2) if "k" in cache else k
@@ -318,6 +371,7 @@ def multi_head(x, c_attn, c_proj, n_head, mask=True, trace=None, cache=None):
 
 def mlp(x, c_fc, c_proj, trace=None):
     """Widen, GELU, narrow back: each hidden unit asks one question of the row."""
+    as_layer(c_fc, "mlp's c_fc"), as_layer(c_proj, "mlp's c_proj")
     pre = linear(x, **c_fc)                         # [n, d] -> [n, d_mlp]
     act = gelu(pre)
     out = linear(act, **c_proj)                     # [n, d_mlp] -> [n, d]
@@ -331,6 +385,12 @@ def mlp(x, c_fc, c_proj, trace=None):
 
 def block(x, blk, n_head, attention_on=True, mlp_on=True, mask=True, trace=None, cache=None):
     """Pre-LN transformer block: h = x + attn(LN1(x)), y = h + mlp(LN2(h))."""
+    if not isinstance(blk, dict) or set(blk) != {"ln_1", "attn", "ln_2", "mlp"}:
+        raise ValueError(f"block takes one block's weights, a dict with ln_1, attn, ln_2 and mlp "
+                         f"(as params['blocks'][0]), not {_shown(blk)}.")
+    as_layer(blk["ln_1"], "block's ln_1", ("g", "b")), as_layer(blk["ln_2"], "block's ln_2", ("g", "b"))
+    as_layer(blk["attn"], "block's attn", ("c_attn", "c_proj")), as_layer(blk["mlp"], "block's mlp", ("c_fc", "c_proj"))
+    attention_on, mlp_on = _flag(attention_on, "attention_on"), _flag(mlp_on, "mlp_on")
     a = layer_norm(x, **blk["ln_1"])                # [n, d]
     h = x + multi_head(a, **blk["attn"], n_head=n_head, mask=mask, trace=trace,
                        cache=cache) if attention_on else x
@@ -343,7 +403,12 @@ def block(x, blk, n_head, attention_on=True, mlp_on=True, mask=True, trace=None,
 
 def unembed(f, params, tied=False):
     """f -> logits: one dot product per vocabulary token. Tied: W_U = wte^T."""
+    if not isinstance(params, dict) or "wte" not in params:
+        raise ValueError(f"unembed takes the weights' dict (with wte, and w_u unless tied), not {_shown(params)}.")
     w_u = params["wte"].T if tied or "w_u" not in params else params["w_u"]
+    f, w_u = as_numbers(f, "unembed", min_dims=1), as_numbers(w_u, "unembed")
+    if w_u.ndim != 2 or w_u.shape[0] != f.shape[-1]:
+        raise ValueError(f"unembed takes f [n, d] and W_U [d, V]; got f {f.shape}, W_U {w_u.shape}.")
     return f @ w_u                                  # [n, d] -> [n, V]
 
 
@@ -354,9 +419,13 @@ def forward(ids, params=PARAMS, n_head=N_HEAD, attention_on=True, mlp_on=True,
     ids: one text [n], or a batch of texts of one length [B, n] (for training). cache: a
     list (empty at first) that keeps every block's keys and values; with it, ids are the
     tokens that follow those already run, and only their rows are computed (a KV cache)."""
+    n_head = check_params(params, n_head, _flag(tied, "tied"))
+    for name, flag in (("attention_on", attention_on), ("mlp_on", mlp_on), ("mask", mask)):
+        _flag(flag, name)
+    if not isinstance(trace, (dict, type(None))) or not isinstance(cache, (list, type(None))):
+        raise ValueError("forward's trace must be a dict and its cache a list (or None).")
     start = len(cache[0].get("k", ())) if cache else 0
     ids = check_ids(ids, len(params["wpe"]) - start, len(params["wte"]))
-    n_head = check_params(params, n_head, tied)
     if cache is not None and not cache:
         cache.extend({} for _ in params["blocks"])
     x = embed(ids, params["wte"], params["wpe"], start)    # [n, d]
@@ -381,6 +450,10 @@ def run(text="the cat climbed the", **options):
     text: a string or token ids. options: params, n_head, attention_on, mlp_on, tied, mask
     (as forward)."""
     ids = encode(text) if isinstance(text, str) else as_ids(text, "run")
+    unknown = set(options) - {"params", "n_head", "attention_on", "mlp_on", "tied", "mask"}
+    if unknown:
+        raise ValueError(f"run takes the options params, n_head, attention_on, mlp_on, tied and "
+                         f"mask, not {', '.join(sorted(unknown))}.")
     trace = {}
     forward(ids, trace=trace, **options)
     trace["tokens"] = [show(i) for i in trace["ids"]]
@@ -440,7 +513,7 @@ def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None):
         p[np.argmax(z)] = 1.0
         return p
     with np.errstate(over="ignore"):                # a tiny T sends the others to -infinity
-        p = softmax((z - z.max()) / temperature)    # shift first: the largest stays at 0
+        p = softmax(np.maximum((z - z.max()) / temperature, -1e300))   # the largest stays at 0
     order = np.argsort(-p, kind="stable")           # most likely first
     if top_k is not None:
         p[order[int(top_k):]] = 0.0
@@ -469,8 +542,11 @@ def generate(prompt, temperature=0.0, top_k=None, top_p=None, seed=0, params=PAR
     prompt: text or token ids. cache=True keeps every block's keys and values (a KV cache),
     so each step runs only the token just chosen; the numbers are the same either way.
     Returns a list of steps, each {"ids": context, "p": distribution, "next": chosen id}."""
+    check_params(params, n_head)
     ids = encode(prompt) if isinstance(prompt, str) else as_ids(prompt, "generate", len(params["wte"]))
     check_ids(ids, len(params["wpe"]), len(params["wte"]))
+    if not (eot is None or _is_number(eot)) or not isinstance(cache, (bool, np.bool_)):
+        raise ValueError("generate's eot must be a token id (or None) and its cache True or False.")
     check_sampling(temperature, top_k, top_p)
     max_new = len(params["wpe"]) if max_new is None else _count(max_new, "max_new", low=0)
     rng = np.random.default_rng(check_seed(seed))

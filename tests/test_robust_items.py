@@ -1,0 +1,313 @@
+"""Nothing a learner types changes the model or gets a raw error: the weights refuse every
+change at every level, sampling takes what its check takes, the bad-input sentences name the
+right thing, and the widget builders and the exercise checker answer junk in one sentence."""
+import copy
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import toy_checks
+import toy_model as tm
+
+ROOT = Path(__file__).resolve().parents[1]
+TEXT = "the cat climbed the"
+P_ROOF = tm.run(TEXT)["p"][-1][tm.VOCAB.index(" roof")]
+
+
+def unchanged():
+    """The model still gives the Output page's p(␣roof) and has every weight."""
+    assert tm.run(TEXT)["p"][-1][tm.VOCAB.index(" roof")] == P_ROOF
+    assert "w_u" in tm.PARAMS and len(tm.PARAMS["blocks"]) == 1
+
+
+# --- The weights' dict and lists refuse every change ------------------------------------------
+
+W_U = tm.PARAMS["w_u"]
+BLOCK = tm.PARAMS["blocks"][0]
+CHANGES = {
+    "p[k] = v": lambda p: p.__setitem__("w_u", p["wte"].T),
+    "del p[k]": lambda p: p.__delitem__("w_u"),
+    "update": lambda p: p.update(w_u=p["wte"].T),
+    "pop": lambda p: p.pop("w_u"),
+    "popitem": lambda p: p.popitem(),
+    "clear": lambda p: p.clear(),
+    "setdefault": lambda p: p.setdefault("extra", 1),
+    "|=": lambda p: p.__ior__({"w_u": 1}),
+    "block[k] = v": lambda p: p["blocks"][0].__setitem__("ln_1", {}),
+    "nested update": lambda p: p["blocks"][0]["mlp"]["c_fc"].update(w=0),
+    "append": lambda p: p["blocks"].append(BLOCK),
+    "extend": lambda p: p["blocks"].extend([BLOCK]),
+    "insert": lambda p: p["blocks"].insert(0, BLOCK),
+    "remove": lambda p: p["blocks"].remove(BLOCK),
+    "list pop": lambda p: p["blocks"].pop(),
+    "list clear": lambda p: p["blocks"].clear(),
+    "sort": lambda p: p["blocks"].sort(key=id),
+    "reverse": lambda p: p["blocks"].reverse(),
+    "list[i] = v": lambda p: p["blocks"].__setitem__(0, {}),
+    "del list[i]": lambda p: p["blocks"].__delitem__(0),
+    "+=": lambda p: p["blocks"].__iadd__([BLOCK]),
+    "*=": lambda p: p["blocks"].__imul__(2),
+    "vocab append": lambda p: tm.VOCAB.append(" bird"),
+    "vocab[i] = v": lambda p: tm.VOCAB.__setitem__(2, " bird"),
+}
+
+
+@pytest.mark.parametrize("change", CHANGES.values(), ids=CHANGES.keys())
+def test_the_weights_tree_refuses_every_change(change):
+    with pytest.raises(ValueError) as info:
+        change(tm.PARAMS)
+    assert str(info.value) == toy_checks.READ_ONLY
+    unchanged()
+
+
+def test_statements_a_learner_writes_are_refused_too():
+    p = tm.PARAMS
+    with pytest.raises(ValueError, match="read-only"):
+        p["w_u"] = p["wte"].T
+    with pytest.raises(ValueError, match="read-only"):
+        del tm.PARAMS["w_u"]
+    with pytest.raises(ValueError, match="read-only"):
+        tm.PARAMS["blocks"] += [BLOCK]
+    unchanged()
+
+
+def test_copies_of_the_tree_are_ordinary_and_writable():
+    for mine in (tm.copy_params(), copy.deepcopy(tm.PARAMS)):
+        assert type(mine) is dict and type(mine["blocks"]) is list and type(mine["wte"]) is np.ndarray
+        mine["w_u"] = mine["wte"].T
+        mine["blocks"].append(mine["blocks"][0])
+        mine["wte"][0, 0] = 5
+    assert type(copy.copy(tm.PARAMS)) is dict and type(pickle.loads(pickle.dumps(tm.PARAMS))) is dict
+    assert repr(tm.PARAMS) == repr(copy.deepcopy(tm.PARAMS))       # prints as a plain dict
+    unchanged()
+
+
+def test_walk_builds_the_container_types_asked_for():
+    frozen = tm.freeze(tm.copy_params())
+    assert type(frozen) is toy_checks.ReadOnlyDict and type(frozen["blocks"]) is toy_checks.ReadOnlyList
+    assert type(tm.tree_map(np.copy, frozen)) is dict and type(tm.tree_map(np.copy, frozen)["blocks"]) is list
+
+
+# --- The arrays: over memory that cannot be made writable --------------------------------------
+
+W = tm.PARAMS["wte"]
+WRITES = {
+    "W[i, j] = v": lambda: W.__setitem__((0, 0), 5),
+    "W[i][j] = v": lambda: W[0].__setitem__(0, 5),
+    "W.T[i, j] = v": lambda: W.T.__setitem__((0, 0), 5),
+    "W += 1": lambda: W.__iadd__(1),
+    "W *= 2": lambda: W.__imul__(2),
+    "W[0] += 1": lambda: W[0].__iadd__(1),
+    "np.add(out=W)": lambda: np.add(W, 1, out=W),
+    "np.add.at(W)": lambda: np.add.at(W, 0, 1),
+    "W.flags.writeable = True": lambda: setattr(W.flags, "writeable", True),
+    "W.flags['W'] = True": lambda: W.flags.__setitem__("W", True),
+    "W.setflags(write=True)": lambda: W.setflags(write=True),
+    "W.fill(0)": lambda: W.fill(0),
+    "W[0].sort()": lambda: W[0].sort(),
+    "W.put(0, 1)": lambda: W.put(0, 1),
+    "W.resize": lambda: W.resize((4, 12)),
+    "W.shape = ...": lambda: setattr(W, "shape", (48,)),
+    "W.dtype = ...": lambda: setattr(W, "dtype", np.int64),
+}
+
+
+@pytest.mark.parametrize("write", WRITES.values(), ids=WRITES.keys())
+def test_writing_into_a_weight_gets_the_courses_sentence(write):
+    with pytest.raises(ValueError) as info:
+        write()
+    assert str(info.value) == toy_checks.READ_ONLY
+    unchanged()
+
+
+def test_no_door_to_writable_memory_is_left():
+    assert type(W.base) is bytes                    # immutable: numpy will not write into it
+    plain = np.asarray(W)                           # a plain ndarray over the same memory
+    for attempt in (lambda: plain.__setitem__((0, 0), 5), lambda: setattr(plain.flags, "writeable", True),
+                    lambda: plain.setflags(write=True), lambda: np.copyto(W, 0),
+                    lambda: W.view(np.ndarray).setflags(write=True),
+                    lambda: np.frombuffer(W.base, float).setflags(write=True)):
+        with pytest.raises(ValueError):
+            attempt()
+    with pytest.raises(TypeError):                  # bytes have no item assignment at all
+        W.base[0] = 1
+    unchanged()
+
+
+def test_in_ipython_numpys_read_only_message_becomes_the_courses():
+    """np.asarray(W) is numpy's plain array: numpy refuses the write in its own words, and
+    the course's exception handler (installed when toy_model is imported in IPython, as in
+    every notebook) replaces them with its sentence; other errors are shown unchanged."""
+    code = ("import numpy as np, toy_model as tm\n"
+            "np.asarray(tm.PARAMS['wte'])[0, 0] = 5\n")
+    other = "import toy_model as tm\nint('x')\n"
+    out = [subprocess.run([sys.executable, "-m", "IPython", "--no-banner", "--colors=nocolor",
+                           "-c", c], capture_output=True, text=True, timeout=120, cwd=ROOT)
+           for c in (code, other)]
+    assert "the model's weights and every view of them are" in out[0].stdout
+    assert "assignment destination is read-only" in out[0].stdout    # numpy's words, quoted
+    assert "invalid literal for int()" in out[1].stdout
+
+
+def test_what_is_computed_from_a_weight_is_an_ordinary_array():
+    for result in (W + 1, W[[1, 2]], W.copy(), W @ tm.PARAMS["w_u"], W.sum(axis=0), np.exp(W)):
+        assert type(result) is np.ndarray and result.flags.writeable
+    assert type(W[0]) is toy_checks.Frozen and not W[0].flags.writeable    # a view stays read-only
+    assert repr(W).startswith("array([[") and str(W).startswith("[[")
+
+
+# --- Sampling, softmax and the bad-id sentence -------------------------------------------------
+
+def test_sample_takes_float32_rows_that_its_check_takes():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        z = rng.normal(0, 3, 50257)
+        p = (np.exp(z - z.max()) / np.exp(z - z.max()).sum()).astype(np.float32)
+        assert 0 <= tm.sample(p, 0) < 50257
+    assert tm.sample(np.array([0.5, 0.500001]), 0) in (0, 1)
+    assert tm.sample(np.array([0.5, 0.500001], np.float32), 1) in (0, 1)
+
+
+@pytest.mark.parametrize("z, words", [([-np.inf, -np.inf], "Every logit of a row is -infinity"),
+                                      ([[0.0, 1.0], [-np.inf, -np.inf]], "Every logit of a row"),
+                                      ([], "at least one logit"), (np.zeros((0, 12)), "at least one logit")])
+def test_softmax_of_no_finite_logit_is_a_sentence_not_nan(z, words):
+    for fn in (tm.softmax, tm.log_softmax):
+        with pytest.raises(ValueError, match=words):
+            fn(z)
+
+
+@pytest.mark.parametrize("ids, named", [([0, 2, 4.0], "'4.0'"), ([0, 2, 4.5], "'4.5'"), ([1, True], "'True'"),
+                                        ([3, None], "'None'"), (np.array([0.0, 1.0]), "'0.0'")])
+def test_the_bad_id_sentence_names_the_bad_element(ids, named):
+    with pytest.raises(ValueError) as info:
+        tm.decode(ids)
+    assert f"got {named} among them" in str(info.value)
+
+
+# --- One generation loop: the cache changes nothing, bad settings get a sentence ------------------
+
+@pytest.mark.parametrize("cache", [False, True])
+def test_generate_checks_max_new_and_seed_with_and_without_the_cache(cache):
+    assert len(tm.generate(TEXT, max_new=None, cache=cache)) == 3           # until <|endoftext|>
+    for bad in (-1, 2.5, "3", float("nan")):
+        with pytest.raises(ValueError, match="max_new"):
+            tm.generate(TEXT, max_new=bad, cache=cache)
+    for bad in (None, -1, 1.5, 2**64, "0"):
+        with pytest.raises(ValueError, match="seed"):
+            tm.generate(TEXT, temperature=1.0, seed=bad, cache=cache)
+    with pytest.raises(ValueError, match="cache"):
+        tm.generate(TEXT, cache="yes")
+    assert [s["next"] for s in tm.generate("the", temperature=1.0, seed=7, cache=cache)] == \
+        [s["next"] for s in tm.generate("the", temperature=1.0, seed=7, cache=not cache)]
+
+
+# --- Lists where a learner passes lists; a sentence for anything else ----------------------------
+
+def test_lists_work_where_a_learner_would_pass_them():
+    assert np.allclose(tm.layer_norm([0, 2, 2, 8], 1, 0), tm.layer_norm(np.array([0.0, 2, 2, 8]), 1, 0))
+    assert np.allclose(tm.gelu([-1, 0, 1]), tm.gelu(np.array([-1.0, 0, 1])))
+    q = [[1.0, 0.0], [0.0, 1.0]]
+    assert np.allclose(tm.attention(q, q, q), tm.attention(np.array(q), np.array(q), np.array(q)))
+    assert tm.layer_norm(np.ones((2, 4), np.float32), 1, 0).dtype == np.float32
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: tm.causal_mask(5.0), "causal_mask must be a whole number"),
+    (lambda: tm.causal_mask(10**9), "causal_mask must be a whole number, 1 to 8192"),
+    (lambda: tm.run(5), "run takes a list of token ids"),
+    (lambda: tm.run(TEXT, temperature=2), "run takes the options"),
+    (lambda: tm.forward([0, 1], mask="no"), "mask must be True or False"),
+    (lambda: tm.forward([0, 1], tied=None), "tied must be True or False"),
+    (lambda: tm.forward([0, 1], 5), "params must be the weights' dict"),
+    (lambda: tm.layer_norm("abc", 1, 0), "layer_norm takes an array of real numbers"),
+    (lambda: tm.layer_norm([0, 2, 2, 8], [1, 1], 0), "g and b of d numbers"),
+    (lambda: tm.layer_norm([1e300, 1], 1, 0), "at most 1e\\+30"),
+    (lambda: tm.gelu([np.nan]), "finite numbers"),
+    (lambda: tm.linear(np.ones((2, 4)), np.ones((3, 4)), 0), "linear takes x \\[n, d_in\\]"),
+    (lambda: tm.attention([[1.0, 0]], [[1.0, 0, 0]], [[1.0]]), "attention takes q"),
+    (lambda: tm.mlp(np.ones((1, 4)), None, None), "mlp's c_fc takes a layer's weights"),
+    (lambda: tm.block(np.ones((1, 4)), {}, 2), "block takes one block's weights"),
+    (lambda: tm.embed([0, 12], tm.PARAMS["wte"], tm.PARAMS["wpe"]), "Token id 12 does not exist"),
+    (lambda: tm.softmax(np.zeros(3), axis=2), "axis must name one of the 1 axes"),
+    (lambda: tm.tree_map(5, tm.PARAMS), "take a function to apply to each weight"),
+    (lambda: tm.get_weight(tm.PARAMS, np.zeros(2)), "get_weight takes a weight's name"),
+    (lambda: tm.replace_weight(tm.PARAMS, "wte", np.full((12, 4), np.nan)), "finite numbers"),
+    (lambda: tm.copy_params({"wte": 1}), "params must be the weights' dict"),
+    (lambda: tm.entropy(np.ones(3) + 1j), "one probability distribution"),
+])
+def test_wrong_types_get_one_sentence(call, words):
+    with pytest.raises(ValueError, match=words) as info:
+        call()
+    assert "\n" not in str(info.value)
+
+
+BUILDER_JUNK = [None, 5, "", "the cat jumped", "the " * 20, [0, 1, 2], b"the", np.array([1, 2])]
+BUILDER_NAMES = ["tokenizer_widget", "embedding_scatter", "query_picker", "mask_and_heads", "block_branches",
+                 "logit_playground", "logit_shift", "attention_switch", "tying_switch",
+                 "temperature_explorer", "generation_stepper"]
+
+
+@pytest.mark.parametrize("name", BUILDER_NAMES)
+def test_a_widget_builder_answers_a_wrong_text_in_one_sentence(name):
+    for junk in BUILDER_JUNK:
+        if name == "tokenizer_widget" and isinstance(junk, str):
+            continue                                # any text: the widget says what it cannot cover
+        with pytest.raises(ValueError) as info:
+            getattr(tm, name)(junk)
+        message = str(info.value)
+        assert "\n" not in message and message.endswith(".") and "trait" not in message, message
+
+
+def test_the_stepper_refuses_the_settings_generate_refuses():
+    for kwargs in ({"seed": -1}, {"seed": 2**64}, {"seed": 1.5}, {"temperature": -1}, {"temperature": "hot"}):
+        with pytest.raises(ValueError, match="seed|Temperature"):
+            tm.generation_stepper(TEXT, **kwargs)
+
+
+# --- The exercise checker: a verdict sentence for whatever a learner's function returns ----------
+
+def _code_keys():
+    from toy_widgets.exercises import EXERCISES
+    return sorted(k for k, v in EXERCISES.items() if v["kind"] == "code")
+
+
+class Awkward:
+    """An object numpy cannot read (its __array__ raises)."""
+    def __array__(self, *args, **kwargs):
+        raise RuntimeError("no array here")
+
+
+RETURNS = {"a ragged list": lambda *a: [[1, 2], [3]], "text": lambda *a: "abc", "a dict": lambda *a: {"a": 1},
+           "a generator": lambda *a: (i for i in range(3)), "a set": lambda *a: {1, 2},
+           "a 400-digit int": lambda *a: 10**400, "an awkward object": lambda *a: Awkward(),
+           "parts": lambda *a: (np.zeros(2), np.zeros((2, 2)), 1), "NaN": lambda *a: np.nan}
+
+
+@pytest.mark.parametrize("key", _code_keys())
+def test_every_return_of_a_learners_function_gets_a_verdict_sentence(key):
+    from toy_widgets.exercises import EXERCISES, answer_code
+    reference = EXERCISES[key]["reference"]
+    junk = dict(RETURNS, complex=lambda *a: np.asarray(reference(*a)) + 5j)
+    for what, function in junk.items():
+        ok, sentence = answer_code(key, function)
+        assert ok is False, f"{key}: {what} was judged {ok}"
+        assert sentence.startswith(("Not yet, on", "On ")) and sentence.endswith(".") and "\n" not in sentence, \
+            f"{key}, {what}: {sentence!r}"
+
+
+def test_a_complex_result_is_not_right():
+    from toy_widgets.exercises import answer_code
+    ok, sentence = answer_code("06.7", lambda z: tm.softmax(z) + 5j)
+    assert ok is False and "complex" in sentence
+
+
+def test_a_huge_whole_number_is_a_wrong_count_not_a_non_count():
+    from toy_widgets.exercises import EXERCISES, answer_number
+    key = next(k for k, v in EXERCISES.items() if v["kind"] == "count")
+    ok, sentence = answer_number(key, "1" * 400)
+    assert ok is False and "not a count" not in sentence
