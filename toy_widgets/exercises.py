@@ -183,6 +183,8 @@ def answer_number(key, text):
     try:
         value = parse_number(text)
     except ValueError:
+        if spec["kind"] == "count" and re.fullmatch(r"[-+]?\d+", str(text).strip()):
+            return False, "Not quite: that whole number is far too large; recompute step by step."
         if spec["kind"] == "count":
             raise ValueError(f"{str(text).strip()[:24]!r} is not a count: type a whole number, such as 7.") from None
         raise
@@ -217,24 +219,49 @@ def answer_choice(key, picked):
     return False, "Not quite. " + _now(spec["hints"]).get(picked, "Think it through once more.")
 
 
-def _short(x):
-    a = np.asarray(x)
-    if a.ndim == 0:
-        return fmt(a) if np.issubdtype(a.dtype, np.number) else repr(x)
-    return f"an array of shape {a.shape}"
+def _real(x):
+    """x as an array of real numbers, or None when it is not one (text, complex numbers,
+    parts of different shapes, a generator, ...)."""
+    try:
+        a = np.asarray(x)
+    except Exception:                               # the learner's object: anything may fail
+        return None
+    return a.astype(float) if a.dtype.kind in "biuf" else None
+
+
+def _what(x):
+    """What a learner's function returned, in a few words, for a sentence."""
+    a = _real(x)
+    if a is not None and a.ndim == 0:
+        return f"{int(a)}" if np.isfinite(a) and float(a).is_integer() else fmt(a)
+    if a is not None:
+        return f"an array of shape {a.shape}"
+    try:
+        if np.asarray(x).dtype.kind == "c":
+            return "complex numbers (the model's are real)"
+    except Exception:
+        pass
+    if isinstance(x, (list, tuple)):
+        return f"a {type(x).__name__} of parts of different shapes or kinds"
+    text, kind = (repr(x) if isinstance(x, (str, int)) else ""), type(x).__name__
+    return (f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+            + (f" ({text[:40]}{'…' if len(text) > 40 else ''})" if text and "\n" not in text else ""))
 
 
 def _same(got, expected, equal_nan=False):
-    """Equal shapes and values (to 1e-6, relative): ±inf match ±inf, NaN only if asked."""
-    try:
-        got, expected = np.asarray(got, dtype=float), np.asarray(expected, dtype=float)
-    except (TypeError, ValueError):
-        try:                                        # text, or lists of tokens: equal as values
-            return bool(_plain(got) == _plain(expected))
-        except (TypeError, ValueError):
-            return False
-    return got.shape == expected.shape and bool(
-        np.allclose(got, expected, rtol=1e-6, atol=1e-9, equal_nan=equal_nan))
+    """Equal shapes and values (to 1e-6, relative): ±inf match ±inf, NaN only if asked.
+    Parts (a tuple of arrays) are compared part by part; text and tokens as values."""
+    g, e = _real(got), _real(expected)
+    if g is not None and e is not None:
+        return g.shape == e.shape and bool(
+            np.allclose(g, e, rtol=1e-6, atol=1e-9, equal_nan=equal_nan))
+    if isinstance(got, (list, tuple)) and isinstance(expected, (list, tuple)) and len(got) == len(expected) \
+            and (g is None or e is None) and any(isinstance(p, np.ndarray) for p in expected):
+        return all(_same(a, b, equal_nan) for a, b in zip(got, expected))
+    try:                                            # text, or lists of tokens: equal as values
+        return g is None and e is None and bool(_plain(got) == _plain(expected))
+    except Exception:
+        return False
 
 
 def _plain(x):
@@ -244,10 +271,30 @@ def _plain(x):
 
 def _shown(x):
     """A result as a sentence shows it: numbers to 3 decimals, anything else as it is."""
-    try:
-        return np.round(np.asarray(x, float), 3)
-    except (TypeError, ValueError):
-        return repr(_plain(x))[:160]
+    a = _real(x)
+    return np.round(a, 3) if a is not None else repr(_plain(x))[:160]
+
+
+def _difference(label, got, expected):
+    """One sentence: how the learner's result differs from the model's."""
+    g, e = _real(got), _real(expected)
+    if e is None:                                   # the model's is text, tokens or parts
+        shapes = []
+        for x in (got, expected):
+            try:
+                shapes.append(np.shape(x))
+            except Exception:
+                shapes.append(None)
+        if None not in shapes and shapes[0] != shapes[1]:
+            return (f"Not yet, on {label}: your function returns {_what(got)}; the model's has "
+                    f"shape {shapes[1]}.")
+        return (f"Not yet, on {label}: your function returns {_shown(got)}, the model gives "
+                f"{_shown(expected)}.")
+    if g is None or g.shape != e.shape:
+        return (f"Not yet, on {label}: your function returns {_what(got)}; the model's is "
+                f"{_what(expected)}.")
+    return (f"Not yet, on {label}: your function returns {_shown(got)}, the model gives "
+            f"{_shown(expected)}.")
 
 
 def _copy(args):
@@ -286,12 +333,7 @@ def answer_code(key, function):
                     return False, f"Not yet, on {label}: {sentence}"
             except Exception:
                 continue
-        shape = np.shape(expected)
-        if np.shape(got) != shape:
-            return False, (f"Not yet, on {label}: your function returns {_short(got)}; "
-                           f"the model's has shape {shape}.")
-        return False, (f"Not yet, on {label}: your function returns {_shown(got)}"
-                       f", the model gives {_shown(expected)}.")
+        return False, " ".join(_difference(label, got, expected).split())   # one line
     return True, f"Right: your function agrees with the model on all {len(cases)} inputs."
 
 

@@ -6,6 +6,7 @@ import toy_model as _model
 from toy_model import VOCAB, encode, show
 
 from .draw import MONOSPACE, ORANGE, SKY, token_html
+from .kit import builder_text
 from .kit import WidgetState, guarded, message_area, on_change, panel, say
 from .exercises import choice_exercise, count_exercise
 
@@ -78,6 +79,7 @@ def tokenizer_widget(text="the cat climbed the"):
     """Type text, see its tokens as chips and its ids, at every key. Text the vocabulary
     cannot cover gets encode's sentence naming the part that failed once it is finished
     (Enter); while a word is half typed, a quiet note only, and an empty box says so."""
+    text = builder_text(text, "tokenizer_widget", runnable=False)   # one sentence for a wrong text
     box = widgets.Text(value=text, description="text:", continuous_update=True,
                        layout=widgets.Layout(width="32em"))
     chips = widgets.HTML()

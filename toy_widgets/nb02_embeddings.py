@@ -8,6 +8,7 @@ import numpy as np
 from toy_model import DIMS, PARAMS, check_ids, embed, encode, forward, show
 
 from .draw import BLUE, GREY, TOKENS, VERMILION, fmt, tick_label
+from .kit import builder_text
 from .kit import (WidgetState, guarded, live_artists, live_figure, message_area, on_change, panel,
                   picked, redraw)
 from .exercises import _TEXT, _tok, choice_exercise, code_exercise, number_exercise
@@ -215,6 +216,7 @@ def embedding_scatter(text="the cat climbed the"):
     """Pick the two dimensions to plot; 'add positions' rings the rows of X for `text`
     (token + position) on top of the 12 embeddings. The plot is moved in place: the
     rings alone are repainted over the rest when only they change."""
+    text = builder_text(text, "embedding_scatter")   # one sentence for a wrong text
     check_ids(encode(text))                         # more tokens than the context: a sentence
     x_dim = widgets.Dropdown(options=DIM_OPTIONS, value=1, description="x axis:")
     y_dim = widgets.Dropdown(options=DIM_OPTIONS, value=3, description="y axis:")

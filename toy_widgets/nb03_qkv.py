@@ -8,6 +8,7 @@ import numpy as np
 from toy_model import N_HEAD, PARAMS, attention, encode, run, softmax
 
 from .draw import fmt
+from .kit import builder_text
 from .kit import (WidgetState, chosen_style, live_artists, live_chart, message_area, on_change,
                   panel, picked)
 from .exercises import _TEXT, choice_exercise, code_exercise, number_exercise
@@ -149,6 +150,7 @@ def head_weights(head=0, params=PARAMS):
 def query_picker(text="the cat climbed the", head=0):
     """Pick a query token (buttons, or type its position): one row of the head's
     attention weights as bars over the key tokens, its output and its winning key."""
+    text = builder_text(text, "query_picker")   # one sentence for a wrong text
     head = _check_head(head)
     r = run(text)
     tokens, h = r["tokens"], r["heads"][head]

@@ -8,6 +8,7 @@ import numpy as np
 from toy_model import N_HEAD, PARAMS, attention, causal_mask, multi_head, run
 
 from .draw import VERMILION, fmt, heatmap, new_figure, set_heatmap
+from .kit import builder_text
 from .kit import (WidgetState, chosen_style, guarded, live_artists, live_figure, message_area,
                   on_change, panel, picked, redraw)
 from .exercises import _TEXT, choice_exercise, code_exercise, count_exercise, number_exercise
@@ -209,6 +210,7 @@ def mask_and_heads(text="the cat climbed the"):
     """Causal mask on/off and head 1 / head 2 / both: the weight heat maps update in
     place, the future (above the diagonal) is outlined, a line names the largest leak.
     Switching the mask repaints only the maps' cells and titles."""
+    text = builder_text(text, "mask_and_heads")   # one sentence for a wrong text
     runs = {True: run(text), False: run(text, mask=False)}
     tokens = runs[True]["tokens"]
     n = len(tokens)

@@ -9,6 +9,7 @@ import toy_model as _model
 from toy_model import DIMS, encode, run, show
 
 from .draw import MONOSPACE, TOKENS, fmt, token_html
+from .kit import builder_text
 from .kit import WidgetState, guarded, live_chart, message_area, on_change, panel
 from .exercises import _TEXT, choice_exercise, code_exercise, number_exercise
 
@@ -231,6 +232,7 @@ def block_branches(text="the cat climbed the"):
     """Widget: switch the block's attention branch and MLP branch on and off.
 
     Shows y (n x 4) as a table and the last row's next-token p as bars, updated in place."""
+    text = builder_text(text, "block_branches")   # one sentence for a wrong text
     attention = widgets.ToggleButton(value=True, description="attention branch", button_style="success")
     mlp_branch = widgets.ToggleButton(value=True, description="MLP branch", button_style="success")
     formula = widgets.HTML()

@@ -7,6 +7,7 @@ from matplotlib.patches import Patch
 from toy_model import PARAMS, VOCAB, cross_entropy, encode, entropy, run, softmax
 
 from .draw import GREY, SKY, TOKENS, fmt, freeze_layout
+from .kit import builder_text
 from .kit import (BarChart, WidgetState, guarded, live_artists, live_chart, live_figure,
                   message_area, on_change, on_enter, panel, picked, plain, redraw, say, slider_move,
                   typed_number)
@@ -252,6 +253,7 @@ def logit_playground(text="the cat climbed the"):
 
     The state holds the logits exactly; the slider only shows where the picked one is
     (its own rounding, sent back by the browser, is not taken as a new logit)."""
+    text = builder_text(text, "logit_playground")   # one sentence for a wrong text
     z0 = _last_logits(text)
     roof = VOCAB.index(" roof")
     state = WidgetState(z=z0.copy(), token=roof)
@@ -314,6 +316,7 @@ def logit_playground(text="the cat climbed the"):
 
 def logit_shift(text="the cat climbed the"):
     """Add the same constant c to every logit: the logits move, p does not."""
+    text = builder_text(text, "logit_shift")   # one sentence for a wrong text
     z0 = _last_logits(text)
     p0 = softmax(z0)
     top = int(np.argmax(z0))
@@ -413,6 +416,7 @@ def _switch(name, option, labels, text, title, on=True):
 
 def attention_switch(text="the cat climbed the"):
     """Switch the attention branch off (h = x) and back: the last row's p changes."""
+    text = builder_text(text, "attention_switch")   # one sentence for a wrong text
     return _switch("attention-switch", "attention_on", ("attention on", "attention off"),
                    text, "p of the last row")
 
@@ -420,5 +424,6 @@ def attention_switch(text="the cat climbed the"):
 def tying_switch(text="the cat climbed the"):
     """Use the embedding table as the output layer (z = f Eᵀ) or the toy's own W_U;
     it starts from the toy's own W_U."""
+    text = builder_text(text, "tying_switch")   # one sentence for a wrong text
     return _switch("tying-switch", "tied", ("tied: W_U = Eᵀ", "own W_U"),
                    text, "p of the last row", on=False)

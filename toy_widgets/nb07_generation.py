@@ -11,6 +11,7 @@ from toy_model import (EOT, N_CTX, VOCAB, check_ids, encode, entropy, forward, n
                        sample, show)
 
 from .draw import GREY, MONOSPACE, ORANGE, TOKENS, VERMILION, fmt
+from .kit import builder_text
 from .kit import (BarChart, WidgetState, guarded, live_artists, live_chart, message_area, on_change,
                   panel, plain, slider_move)
 from .exercises import _TEXT, choice_exercise, code_exercise, count_exercise, number_exercise
@@ -266,6 +267,7 @@ def temperature_explorer(prompt="the cat climbed the"):
     notebook's figures of the cut: the same before top-k and top-p cut it (temperature only). Sliders follow the drag;
     the boxes below take exact values (and show the values applied), and a value that
     is not allowed gets one sentence while the plot keeps its last good state."""
+    prompt = builder_text(prompt, "temperature_explorer")   # one sentence for a wrong text
     logits = forward(encode(prompt))[-1]
     n = len(VOCAB)
     style = {"description_width": "7em"}
@@ -356,6 +358,7 @@ def generation_stepper(prompt="the cat climbed the", temperature=1.0, seed=0):
     the distribution it came from. Changing the temperature shows the next token's
     distribution at the new temperature. Changing the prompt or the seed starts again,
     so a given seed always gives the same sequence (the same one tm.generate gives)."""
+    prompt = builder_text(prompt, "generation_stepper", temperature=temperature, seed=seed)
     n = len(VOCAB)
     style = {"description_width": "7em"}
     prompt_box = widgets.Text(value=prompt, description="prompt", continuous_update=False,
