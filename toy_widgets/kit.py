@@ -358,6 +358,7 @@ COURSE_CSS = f"""
   font-family: var(--jp-code-font-family, monospace), monospace;
   font-size: 1em;
 }}
+/* the chosen toggle in solid blue (JupyterLab marks it only a shade darker grey) */
 .course-widget .widget-toggle-button.mod-active {{ background: {BLUE}; color: white; }}
 .course-widget .jupyter-matplotlib, .course-widget .jupyter-matplotlib-figure,
 .course-widget .jupyter-matplotlib-canvas-container {{ max-width: 100%; min-width: 0; }}
@@ -377,13 +378,6 @@ COURSE_CSS = f"""
 def course_style():
     """The course's style rule, as a widget to put inside a root box (see COURSE_CSS)."""
     return StyleRule(f"<style>{COURSE_CSS}</style>")
-
-
-def chosen_style():
-    """A style rule for a widget's ToggleButtons: the chosen button in solid blue with white
-    text (JupyterLab's own marks it only a shade darker grey, unreadable on a projector)."""
-    return StyleRule(f"<style>.course-widget .widget-toggle-button.mod-active"
-                     f"{{background:{BLUE};color:white}}</style>")
 
 
 def builder_text(text, who, runnable=True, **settings):

@@ -9,8 +9,8 @@ from toy_model import N_HEAD, PARAMS, attention, encode, run, softmax
 
 from .draw import fmt
 from .kit import builder_text
-from .kit import (WidgetState, chosen_style, live_artists, live_chart, message_area, on_change,
-                  panel, picked)
+from .kit import (WidgetState, live_artists, live_chart, message_area, on_change, panel,
+                  picked)
 from .exercises import _TEXT, choice_exercise, code_exercise, number_exercise
 
 
@@ -203,6 +203,6 @@ def query_picker(text="the cat climbed the", head=0):
     on_change(pick, area, state, on_pick)
     on_change(pos, area, state, on_pos)
     show_row(n)
-    root = panel("query-picker", pick, pos, chart.fig.canvas, info, area, chosen_style())
+    root = panel("query-picker", pick, pos, chart.fig.canvas, info, area)
     root.chart, root.state = chart, state                     # for tests
     return root

@@ -9,8 +9,8 @@ from toy_model import N_HEAD, PARAMS, attention, causal_mask, multi_head, run
 
 from .draw import VERMILION, fmt, heatmap, new_figure, set_heatmap
 from .kit import builder_text
-from .kit import (WidgetState, chosen_style, guarded, live_artists, live_figure, message_area,
-                  on_change, panel, picked, redraw)
+from .kit import (WidgetState, guarded, live_artists, live_figure, message_area, on_change,
+                  panel, picked, redraw)
 from .exercises import _TEXT, choice_exercise, code_exercise, count_exercise, number_exercise
 
 
@@ -262,6 +262,6 @@ def mask_and_heads(text="the cat climbed the"):
     on_change(mask_button, area, state, update)
     on_change(which, area, state, update)
     guarded(area, update, state)()
-    root = panel("mask-heads", mask_button, which, fig.canvas, info, area, chosen_style())
+    root = panel("mask-heads", mask_button, which, fig.canvas, info, area)
     root.state, root.maps = state, maps                       # for tests
     return root
