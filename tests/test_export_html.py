@@ -58,7 +58,7 @@ def notes(page_text: str) -> int:
     """How many times the page's text says, in one sentence, that what it shows is a
     picture and that running the cells makes it live (browser_visit.NOTE)."""
     text = re.sub(r"<[^>]+>", " ", page_text)
-    return sum(all(rule.search(s) for rule in NOTE) for s in re.split(r"[.!:;\n]\s", text))
+    return sum(all(rule.search(s) for rule in NOTE) for s in re.split(r"[.!;\n]\s", text))
 
 
 def test_every_stored_picture_is_an_img_in_its_page(pages):
