@@ -78,8 +78,10 @@ _LARGEST = {np.dtype(np.float64): 1e30, np.dtype(np.float32): 1e6}
 
 def as_numbers(x, who, min_dims=0, last=None):
     """x as an array of real numbers of ordinary size, with at least min_dims axes and, if
-    given, `last` numbers in each row (its last axis); or one sentence."""
-    arr = _as_floats(x, who)
+    given, `last` numbers in each row (its last axis); or one sentence. The model's own
+    read-only weights were checked when frozen: only their shape is looked at."""
+    trusted = type(x) is Frozen and not _FLAGS(x).writeable
+    arr = x.view(np.ndarray) if trusted else _as_floats(x, who)
     if arr.ndim < min_dims or arr.size == 0:
         need = ("a number or an array of numbers", "a row of numbers",
                 "rows of numbers (an array with 2 axes)")[min(min_dims, 2)]
@@ -87,7 +89,7 @@ def as_numbers(x, who, min_dims=0, last=None):
     if last is not None and arr.shape[-1] != last:
         raise ValueError(f"{who} needs {last} numbers in each row, not an array of shape {arr.shape}.")
     largest = _LARGEST[arr.dtype]
-    if not (arr.max() <= largest and arr.min() >= -largest):       # False for NaN; no copy made
+    if not trusted and not (arr.max() <= largest and arr.min() >= -largest):   # False for NaN
         raise ValueError(f"{who} takes finite numbers of at most {largest:.0e} in size "
                          "(NaN, infinity or a larger number found).")
     return arr

@@ -274,6 +274,7 @@ KNOWN = {
     "toy_train.learning_rate": "an array argument is printed whole, over several lines",
     "toy_train.init_params": "a huge or negative d gets numpy's 'Maximum allowed dimension exceeded'",
     "toy_train.load_corpus": "a path with a lone surrogate gets the codec's UnicodeEncodeError",
+    "toy_train.train": "an empty array as the optimizer gets numpy's 'truth value ... ambiguous'",
     "toy_gpt2.find_gpt2": "an array as the folder gets numpy's 'truth value ... ambiguous'",
     "lab09_gpt2.lab_attention": "a lab that is not a dict gets TypeError",
 }
