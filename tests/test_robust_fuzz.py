@@ -258,7 +258,31 @@ def check_call(fn, args, kwargs):
         pytest.fail(f"{type(err).__name__}: {str(err)[:300]}\n  from {call}")
     else:
         assert not has_nan(result), f"NaN in the result of {call}"
+        if fn.__name__ in RIGHT and fn.__module__ in ("toy_model", "toy_checks"):
+            assert RIGHT[fn.__name__](result, *args, **kwargs), f"a wrong result from {call}"
     assert snapshot() == BEFORE, f"{call} changed tm.PARAMS"
+
+
+def _sums_to_one(p, *_args, **_kwargs):
+    return bool(np.allclose(np.sum(p, axis=-1), 1, atol=1e-5)) and bool((np.asarray(p) >= 0).all())
+
+
+# What a result must satisfy when a function returns one (an independent check, not the code).
+RIGHT = {
+    "encode": lambda ids, text: tm.decode(ids) == text,
+    "decode": lambda text, ids: tm.encode(text) == [int(i) for i in ids] if text else len(ids) == 0,
+    "softmax": _sums_to_one, "next_token_probs": _sums_to_one,
+    "log_softmax": lambda lp, z: bool(np.allclose(np.exp(lp).sum(-1), 1)),
+    "causal_mask": lambda m, n: m.shape == (n, n) and int(m.sum()) == n * (n + 1) // 2,
+    "entropy": lambda h, p: 0 <= h <= np.log(len(p)) + 1e-6,
+    "sample": lambda i, p, seed: 0 <= i < len(p) and np.asarray(p)[i] > 0,
+    "gelu": lambda y, x: bool((np.asarray(y) >= -0.17).all()),
+    "layer_norm": lambda y, x, g, b, **_: y.shape == np.shape(x),
+    "cross_entropy": lambda loss, logits, targets: loss >= 0,
+    "generate": lambda steps, prompt, **kw: all(_sums_to_one(s["p"]) for s in steps),
+    "copy_params": lambda copy, params: tm.weight_names(copy) == tm.weight_names(
+        tm.PARAMS if params is None else params) and type(copy["wte"]) is np.ndarray,
+}
 
 
 def call_strategy(entry):
