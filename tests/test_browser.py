@@ -253,19 +253,29 @@ def page(lab, browser):
         yield tab
 
 
-@pytest.fixture(scope="module")
-def fresh(lab, page):
+# What the steps found, kept for the module's tests: each notebook is opened fresh and
+# visited once, whichever test asks first (pytest's fixture cache would run a module-scoped
+# fixture again for tests parametrized over different lists).
+_FOUND: dict = {}
+
+
+@pytest.fixture
+def fresh(lab, page) -> dict:
     """Every course notebook opened at once as a fresh clone shows it (nothing run)."""
-    return first_open_all(lab, page, COURSE_NOTEBOOKS)
+    if "fresh" not in _FOUND:
+        _FOUND["fresh"] = first_open_all(lab, page, COURSE_NOTEBOOKS)
+    return _FOUND["fresh"]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def visit(request, lab, page, fresh) -> Visit:
     """One notebook run through, as the module docstring says; what each step found.
     (A course notebook is still open from `fresh`, its kernel started: it goes on there.)"""
     notebook = request.param
-    return visit_notebook(lab, page, notebook, INTERACTIONS.get(notebook.name, []),
-                          FRAMES.get(notebook.name, []), order_for(notebook))
+    if notebook not in _FOUND:
+        _FOUND[notebook] = visit_notebook(lab, page, notebook, INTERACTIONS.get(notebook.name, []),
+                                          FRAMES.get(notebook.name, []), order_for(notebook))
+    return _FOUND[notebook]
 
 
 def _ids(path):
