@@ -252,7 +252,8 @@ def copy_params(params=None):
 
 def _check_tree(tree, who):
     if not isinstance(tree, (dict, list)):
-        raise ValueError(f"{who} takes a tree of weights (a dict such as tm.PARAMS), not {_shown(tree)}.")
+        raise ValueError(f"{who} takes a tree of weights (a dict such as tm.PARAMS), "
+                         f"not {_shown(tree)}.")
 
 
 PARAMS = freeze({
@@ -281,7 +282,8 @@ def layer_norm(x, g, b, eps=1e-5):
     g, b = (w if w.ndim else float(w) for w in (g, b))                 # (float32 x stays float32)
     if {np.shape(g), np.shape(b)} - {(), x.shape[-1:]} or not (_is_number(eps) and 0 < eps < 1):
         raise ValueError(f"layer_norm takes x with rows of d numbers, g and b of d numbers each "
-                         f"(or one), and a small eps > 0; got x {x.shape}, g {np.shape(g)}, b {np.shape(b)}.")
+                         f"(or one), and a small eps > 0; got x {x.shape}, g {np.shape(g)}, "
+                         f"b {np.shape(b)}.")
     mean = x.mean(axis=-1, keepdims=True)
     var = x.var(axis=-1, keepdims=True)          # population variance, as GPT-2
     return g * (x - mean) / np.sqrt(var + eps) + b
@@ -315,7 +317,8 @@ def embed(ids, wte, wpe, start=0):
     from `start`, the number of tokens already in a KV cache)."""
     wte, wpe = as_numbers(wte, "embed", min_dims=2), as_numbers(wpe, "embed", min_dims=2)
     start = _count(start, "embed's start", low=0)
-    ids = np.asarray(ids if isinstance(ids, np.ndarray) and ids.ndim == 2 else as_ids(ids, "embed", len(wte)))
+    batch = isinstance(ids, np.ndarray) and ids.ndim == 2          # [B, n], for training
+    ids = np.asarray(ids if batch else as_ids(ids, "embed", len(wte)))
     if wte.ndim != 2 or wpe.ndim != 2 or wte.shape[1] != wpe.shape[1] or ids.dtype.kind not in "iu" \
             or not ((0 <= ids) & (ids < len(wte))).all() or start + ids.shape[-1] > len(wpe):
         raise ValueError(f"embed takes ids (0 to V - 1, at most n_ctx - start of them), wte [V, d] "
@@ -351,7 +354,8 @@ def multi_head(x, c_attn, c_proj, n_head, mask=True, trace=None, cache=None):
     """All heads side by side: project to q, k, v, split into heads, attend, concat, W_O.
     cache: a dict that keeps the keys and values of earlier positions; the new ones join it."""
     x = as_numbers(x, "multi_head", min_dims=2)
-    as_layer(c_attn, "multi_head's c_attn"), as_layer(c_proj, "multi_head's c_proj")
+    as_layer(c_attn, "multi_head's c_attn")
+    as_layer(c_proj, "multi_head's c_proj")
     n_head = check_n_head(n_head, x.shape[-1])
     if not isinstance(cache, (dict, type(None))) or not isinstance(trace, (dict, type(None))):
         raise ValueError("multi_head's cache and trace must each be a dict (or None).")
@@ -371,7 +375,8 @@ def multi_head(x, c_attn, c_proj, n_head, mask=True, trace=None, cache=None):
 
 def mlp(x, c_fc, c_proj, trace=None):
     """Widen, GELU, narrow back: each hidden unit asks one question of the row."""
-    as_layer(c_fc, "mlp's c_fc"), as_layer(c_proj, "mlp's c_proj")
+    as_layer(c_fc, "mlp's c_fc")
+    as_layer(c_proj, "mlp's c_proj")
     pre = linear(x, **c_fc)                         # [n, d] -> [n, d_mlp]
     act = gelu(pre)
     out = linear(act, **c_proj)                     # [n, d_mlp] -> [n, d]
@@ -388,8 +393,9 @@ def block(x, blk, n_head, attention_on=True, mlp_on=True, mask=True, trace=None,
     if not isinstance(blk, dict) or set(blk) != {"ln_1", "attn", "ln_2", "mlp"}:
         raise ValueError(f"block takes one block's weights, a dict with ln_1, attn, ln_2 and mlp "
                          f"(as params['blocks'][0]), not {_shown(blk)}.")
-    as_layer(blk["ln_1"], "block's ln_1", ("g", "b")), as_layer(blk["ln_2"], "block's ln_2", ("g", "b"))
-    as_layer(blk["attn"], "block's attn", ("c_attn", "c_proj")), as_layer(blk["mlp"], "block's mlp", ("c_fc", "c_proj"))
+    for part, keys in [("ln_1", ("g", "b")), ("attn", ("c_attn", "c_proj")), ("ln_2", ("g", "b")),
+                       ("mlp", ("c_fc", "c_proj"))]:
+        as_layer(blk[part], f"block's {part}", keys)
     attention_on, mlp_on = _flag(attention_on, "attention_on"), _flag(mlp_on, "mlp_on")
     a = layer_norm(x, **blk["ln_1"])                # [n, d]
     h = x + multi_head(a, **blk["attn"], n_head=n_head, mask=mask, trace=trace,
@@ -404,7 +410,8 @@ def block(x, blk, n_head, attention_on=True, mlp_on=True, mask=True, trace=None,
 def unembed(f, params, tied=False):
     """f -> logits: one dot product per vocabulary token. Tied: W_U = wte^T."""
     if not isinstance(params, dict) or "wte" not in params:
-        raise ValueError(f"unembed takes the weights' dict (with wte, and w_u unless tied), not {_shown(params)}.")
+        raise ValueError(f"unembed takes the weights' dict (with wte, and w_u unless tied), "
+                         f"not {_shown(params)}.")
     w_u = params["wte"].T if tied or "w_u" not in params else params["w_u"]
     f, w_u = as_numbers(f, "unembed", min_dims=1), as_numbers(w_u, "unembed")
     if w_u.ndim != 2 or w_u.shape[0] != f.shape[-1]:
