@@ -311,3 +311,16 @@ def test_a_huge_whole_number_is_a_wrong_count_not_a_non_count():
     key = next(k for k, v in EXERCISES.items() if v["kind"] == "count")
     ok, sentence = answer_number(key, "1" * 400)
     assert ok is False and "not a count" not in sentence
+
+
+def test_the_steppers_seed_box_takes_the_seeds_generate_takes():
+    from widget_tools import text, walk
+    import ipywidgets as widgets
+    root = tm.generation_stepper(TEXT)
+    box = next(w for w in walk(root) if isinstance(w, widgets.Text) and w.description == "seed")
+    for bad in (str(2**63), "1" * 5000, "-1", "1.5"):
+        box.value = bad
+        shown = [text(w) for w in walk(root) if isinstance(w, widgets.HTML) and "seed must be" in text(w)]
+        assert shown and "below 2**63" in shown[0], bad
+    box.value = str(2**63 - 1)
+    assert not [w for w in walk(root) if isinstance(w, widgets.HTML) and "seed must be" in text(w)]

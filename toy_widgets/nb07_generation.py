@@ -253,8 +253,8 @@ code_exercise(
 def _whole_seed(text):
     """The seed a learner typed -> a whole number >= 0, or one sentence saying what is allowed."""
     text = str(text).strip()
-    if not re.fullmatch(r"\d+", text):
-        raise ValueError(f"The seed must be a whole number of 0 or more (such as 0, 1 or 42), "
+    if not re.fullmatch(r"\d+", text) or len(text) > 19 or int(text) >= 2**63:    # as tm.generate
+        raise ValueError(f"The seed must be a whole number of 0 or more, below 2**63 (such as 0, 1 or 42), "
                          f"not {text[:20]!r}.")
     return int(text)
 
