@@ -4,7 +4,7 @@ Builds every widget builder of the course (and an exercise box) again and again 
 notebook cell, as a teacher re-running that cell would: each copy is displayed (its picture
 made, its canvas given it), and each old copy stays referenced, as the kernel's output
 history references a displayed one. The heap's growth per builder is measured with
-tracemalloc after three warm-up builds.
+tracemalloc (or, with --rss, the process's resident memory) after warm-up builds.
 
     python benchmarks/rebuild_memory.py                     # 50 rebuilds of each
     python benchmarks/rebuild_memory.py --rebuilds 5 --json
@@ -56,6 +56,12 @@ def builders(tm):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rebuilds", type=int, default=50, help="rebuilds of each builder")
+    parser.add_argument("--warmup", type=int, default=3, help="builds before tracing starts")
+    parser.add_argument("--settle", type=int, default=3, help="traced builds before measuring")
+    parser.add_argument("--only", default="", help="comma-separated builders (default: all)")
+    parser.add_argument("--rss", action="store_true",
+                        help="measure the process's resident memory instead (faster, coarser: "
+                             "Linux's /proc/self/statm)")
     parser.add_argument("--json", action="store_true", help="end with one line of JSON")
     args = parser.parse_args(argv)
     import matplotlib
@@ -74,20 +80,33 @@ def main(argv=None):
         history.append(root)
 
     made = builders(tm)
+    if args.only:
+        made = {name: made[name] for name in args.only.split(",")}
     for name, make in made.items():                     # warm-up: matplotlib's caches fill,
-        for _ in range(3):                              # the first copies are replaced
+        for _ in range(args.warmup):                    # the first copies are replaced
             build(name, make)
     gc.collect()
-    tracemalloc.start()
+    if args.rss:
+        import os
+        page = os.sysconf("SC_PAGE_SIZE")
+
+        def heap():
+            with open("/proc/self/statm") as statm:
+                return int(statm.read().split()[1]) * page
+    else:
+        tracemalloc.start()
+
+        def heap():
+            return tracemalloc.get_traced_memory()[0]
     for name, make in made.items():
-        for _ in range(3):         # the copies that stay live (the last, and for some plots
+        for _ in range(args.settle):   # the copies that stay live (the last, and for some plots
             build(name, make)      # matplotlib keeps the one before), allocated while traced:
         gc.collect()               # the growth counts what rebuilds add, not these copies
-        before = tracemalloc.get_traced_memory()[0]
+        before = heap()
         for _ in range(args.rebuilds):
             build(name, make)
         gc.collect()
-        grown[name] = (tracemalloc.get_traced_memory()[0] - before) / 2 ** 20
+        grown[name] = (heap() - before) / 2 ** 20
         print(f"{name:22s} {grown[name]:8.3f} MiB after {args.rebuilds} rebuilds", flush=True)
     total = sum(grown.values())
     print(f"all builders: {total:.3f} MiB ({total * 1.048576:.2f} MB) after {args.rebuilds} "
