@@ -836,7 +836,7 @@ _FIRST_OPEN_JS = r"""
       if (text.includes('Loading widget...')) found.push(`${where}: a widget never finished loading`);
       if (!(out.data && out.data[VIEW])) return;
       const live = node.querySelector('.course-widget.jupyter-widgets');  // not a stored HTML form
-      const img = node.querySelector('.jp-RenderedImage img');
+      const img = node.querySelector('img');   // a PNG output, or HTML holding the picture
       const html = node.querySelector('.jp-RenderedHTMLCommon');
       if (live) shown.live += 1;
       else if (img && img.complete && img.naturalWidth > 0) shown.picture += 1;

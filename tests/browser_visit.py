@@ -48,8 +48,11 @@ PROJECTOR = (1366, 768)       # the README's classroom set-up
 ZOOM = 1.25                   # the README's suggested zoom for the back row
 MIN_TEXT_PX = 14              # what the plots' text keeps too (tests/test_readable.py)
 SETTLE = 10                   # s: for stored pictures to load and widgets to come back
-# The visible line under a widget's picture: what it is, and how to make it live.
-NOTE = (re.compile(r"\bpicture\b", re.I), re.compile(r"\brun\b.*\bcells?\b", re.I | re.S))
+# The visible line with a widget's stored form: how to make it live (run the cells), and
+# for a picture, that it is one.
+NOTE_LIVE = re.compile(r"\brun\b.*\bcells?\b", re.I | re.S)
+NOTE_PICTURE = re.compile(r"\bpicture\b", re.I)
+NOTE = (NOTE_PICTURE, NOTE_LIVE)
 MIN_COLOUR = 0.002            # share of coloured pixels below which a stored plot is empty
 
 
@@ -91,7 +94,7 @@ def _widget_output_nodes(page, path: str) -> list[dict]:
             outputs.forEach((o, k) => {
               if (!(o.data && o.data[VIEW]) || !nodes[k]) return;
               const img = nodes[k].querySelector('img');
-              found.push({cell: i + 1, text: nodes[k].innerText.trim(),
+              found.push({cell: i + 1, text: nodes[k].innerText.trim(), picture: !!img,
                           colour: img && img.complete && img.naturalWidth
                                   ? window.__harness.colourShare(img) : null});
             });
@@ -118,16 +121,19 @@ def first_open_all(lab, page, notebooks: list[Path]) -> dict[str, dict[str, list
             open_here(page, path)
             report = settled_report(page, path)
             f["shown"] += report["problems"]
-            pictures = sum("image/png" in o for o in expected)
+            pictures = sum("image/png" in o or "<img" in "".join(o.get("text/html", ""))
+                           for o in expected)
             shown = report["shown"]
             if shown["picture"] != pictures or shown["html"] != len(expected) - pictures:
                 f["shown"].append(f"expected {pictures} pictures and {len(expected) - pictures} "
                                   f"HTML forms, shown {shown}")
             for node in _widget_output_nodes(page, path):
                 where = f"cell {node['cell']}"
-                if not all(rule.search(node["text"]) for rule in NOTE):
-                    f["note"].append(f"{where}: no visible line saying it is a picture and to run "
-                                     f"the cells; it shows {node['text'][:120]!r}")
+                rules = NOTE if node["picture"] else (NOTE_LIVE,)
+                if not all(rule.search(node["text"]) for rule in rules):
+                    what = "it is a picture and to run" if node["picture"] else "to run"
+                    f["note"].append(f"{where}: no visible line saying {what} the cells; it "
+                                     f"shows {node['text'][:120]!r}")
                 if node["colour"] is not None and node["colour"] < MIN_COLOUR:
                     f["empty"].append(f"{where}: its stored plot is empty (only "
                                       f"{node['colour']:.4f} of its pixels are coloured)")
