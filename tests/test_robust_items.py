@@ -324,3 +324,24 @@ def test_the_steppers_seed_box_takes_the_seeds_generate_takes():
         assert shown and "below 2**63" in shown[0], bad
     box.value = str(2**63 - 1)
     assert not [w for w in walk(root) if isinstance(w, widgets.HTML) and "seed must be" in text(w)]
+
+
+def test_the_temperature_explorer_writes_tiny_and_huge_temperatures_readably():
+    from widget_tools import text, walk
+    import ipywidgets as widgets
+    root = tm.temperature_explorer(TEXT)
+    box = next(w for w in walk(root) if isinstance(w, widgets.FloatText) and w.description == "exact T")
+    for value, shown in ((1e-300, "T = 1e-300"), (1e300, "T = 1e+300"), (0.5, "T = 0.5")):
+        box.value = value
+        lines = [text(w) for w in walk(root) if isinstance(w, widgets.HTML) and "T = " in text(w)]
+        assert any(shown + "," in line or shown + " " in line or line.endswith(shown) for line in lines), \
+            (value, lines)
+        assert all(len(line) < 400 for line in lines)
+
+
+def test_a_typed_logit_is_read_in_decimal_notation_only():
+    from toy_widgets.kit import typed_number
+    assert typed_number("-2.5", "logit") == -2.5 and typed_number("1e2", "logit") == 100
+    for typed in ("1_0", "0x1f", "1,5", "one"):
+        with pytest.raises(ValueError, match="is not a number"):
+            typed_number(typed, "logit")

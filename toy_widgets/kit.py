@@ -6,6 +6,7 @@ and a test checks that the installed ipympl still has them.
 import contextlib
 import html
 import io
+import re
 from types import SimpleNamespace
 
 import ipywidgets as widgets
@@ -486,14 +487,20 @@ def slider_move(state, slider, new, exact, what):
 
 
 def plain(x):
-    """A number a learner chose, as they would write it: 0.333, 2.5, 1000."""
-    return np.format_float_positional(float(x), precision=6, trim="-")
+    """A number a learner chose, as they would write it: 0.333, 2.5, 1000 (and 1e-300 or
+    1e+300 for a number too small or too large to write out)."""
+    x = float(x)
+    if x != 0 and not 1e-4 <= abs(x) < 1e15:
+        return np.format_float_scientific(x, precision=3, trim="-")
+    return np.format_float_positional(x, precision=6, trim="-")
 
 
 def typed_number(text, what, low=-1000.0, high=1000.0):
     """A number typed in a widget's box -> float, or one sentence saying what is allowed."""
     cleaned = str(text).strip().replace("−", "-")
-    try:
+    try:                                # decimal notation only: float() would also read "1_0"
+        if not re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?|[-+]?(nan|inf|infinity)", cleaned, re.I):
+            raise ValueError
         value = float(cleaned)
     except ValueError:
         raise ValueError(f"{cleaned[:20]!r} is not a number: type the {what} as a decimal "
