@@ -9,6 +9,8 @@ never opened for writing, and autosave (on, every AUTOSAVE_INTERVAL s) writes co
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
 import re
 import shutil
@@ -17,25 +19,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from browser_harness import (
+    INTERACTION_TIMEOUT,
+    PAGE_TIMEOUT,
+    _poll,
+    _state,
+    visible_text,
     AUTOSAVE_INTERVAL,
     REPO_ROOT,
-    browser_zoom,
-    zoomed_screenshot,
     canvas_is_drawn,
-    close_tab,
     first_open_report,
-    frames_of_presses,
-    is_dirty,
-    layout_problems,
     notebook_problems,
     open_here,
     perform,
-    presentation_mode,
     run_all,
     safe_name,
     save_notebook,
-    shut_down_kernel,
-    text_sizes,
     watch_kernel_errors,
     widget_root,
 )
@@ -54,6 +52,133 @@ NOTE_LIVE = re.compile(r"\brun\b.*\bcells?\b", re.I | re.S)
 NOTE_PICTURE = re.compile(r"\bpicture\b", re.I)
 NOTE = (NOTE_PICTURE, NOTE_LIVE)
 MIN_COLOUR = 0.002            # share of coloured pixels below which a stored plot is empty
+
+
+
+# --------------------------------------------------------------------------- a teacher's view
+#
+# What a class sees: frames of a live plot one key press at a time, widths at a
+# projector's size with scrollbars, in Presentation Mode and at 125 % zoom, the size of
+# the widgets' text; and the ways a teacher saves, shuts down and closes a notebook.
+
+QUIET = 0.4  # s; no new frame for this long after the kernel went idle: the press is done
+STILL = 2.5  # s; a plot left alone may draw once more within this (toy_widgets.kit sends
+             # its last frame again after 1 s): that frame must be the one already shown
+
+
+def kernel_idle(page, path: str) -> bool:
+    return _state(page, path).get("kernel") == "idle"
+
+
+def frames_of_presses(page, path: str, root, keys: list[str], nth: int = 0) -> list[dict]:
+    """Press each key in turn on the nth slider of the widget, waiting after each until its
+    plot has drawn and is still; return, per press, the distinct frames the page drew
+    ("frames", PNG data URLs) and the widget's text afterwards ("text"); the last press
+    also has "later": any different frame drawn within STILL s after it, unpressed."""
+    if not root.evaluate("(el) => window.__harness.recordFrames(el)"):
+        raise AssertionError("the widget has no <canvas> to watch")
+    handle = root.locator(".noUi-handle, input[type=range]").nth(nth)
+    presses = []
+    try:
+        for key in keys:
+            handle.press(key)
+            frames: list[str] = []
+
+            def drawn_and_still():
+                new = root.evaluate("(el) => window.__harness.takeFrames(el)")
+                frames.extend(new)
+                return frames and not new and kernel_idle(page, path)
+
+            # Two quiet readings QUIET apart: the kernel is idle between two messages too.
+            _poll(lambda: drawn_and_still() and (time.sleep(QUIET) or drawn_and_still()),
+                  INTERACTION_TIMEOUT, f"the plot to draw after {key}", interval=0.1)
+            presses.append({"key": key, "frames": frames, "text": visible_text(root)})
+        # Then the plot is left alone: whatever it draws now (the course's plots send their
+        # last frame once more after a second) must be the picture the last press drew.
+        later: list[str] = []
+        with contextlib.suppress(TimeoutError):
+            _poll(lambda: later.extend(root.evaluate("(el) => window.__harness.takeFrames(el)"))
+                  or later, STILL, "a frame after the plot was left alone", interval=0.2)
+        presses[-1]["later"] = later
+    finally:
+        root.evaluate("(el) => window.__harness.stopFrames(el)")
+    return presses
+
+
+def layout_problems(page, path: str, settle: float = 5.0) -> list[str]:
+    """What does not fit its column (harness.layout), asked again for up to `settle`
+    seconds while something still does not (plots resize after the page does)."""
+    deadline = time.monotonic() + settle
+    while True:
+        found = page.evaluate("(path) => window.__harness.layout(path)", path)
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.25)
+
+
+def text_sizes(page, path: str) -> list[dict]:
+    """Each widget's smallest text: {name, px (CSS), shown (px on screen), text}."""
+    return page.evaluate("(path) => window.__harness.textSizes(path)", path)
+
+
+def presentation_mode(page, on: bool) -> None:
+    """Switch JupyterLab's Presentation Mode (View menu) on or off."""
+    page.evaluate(
+        """async (on) => { const app = window.jupyterapp;
+                           if (app.shell.presentationMode !== on) {
+                             await app.commands.execute('application:toggle-presentation-mode'); } }""",
+        on)
+    _poll(lambda: page.evaluate("() => window.jupyterapp.shell.presentationMode") == on,
+          PAGE_TIMEOUT, "Presentation Mode to switch")
+
+
+def browser_zoom(page, factor: float, width: int = 1366, height: int = 768):
+    """Zoom the page as Ctrl+plus does in a window of width x height: the page is laid out
+    in width/factor CSS px, each drawn factor device px wide. Returns the DevTools session
+    (its Page.captureScreenshot shows the zoomed page; Playwright's own would undo it)."""
+    session = page.context.new_cdp_session(page)
+    session.send("Emulation.setDeviceMetricsOverride", {
+        "width": round(width / factor), "height": round(height / factor),
+        "deviceScaleFactor": factor, "mobile": False})
+    _poll(lambda: abs(page.evaluate("() => window.devicePixelRatio") - factor) < 1e-6,
+          PAGE_TIMEOUT, f"the zoom to reach {factor:g}")
+    return session
+
+
+def zoomed_screenshot(session, path: Path) -> None:
+    import base64
+    path.write_bytes(base64.b64decode(session.send("Page.captureScreenshot", {"format": "png"})["data"]))
+
+
+def is_dirty(page, path: str) -> bool:
+    """Whether JupyterLab marks the open notebook modified (the tab's ●)."""
+    return page.evaluate("(path) => window.__harness.panel(path).context.model.dirty", path)
+
+
+def shut_down_kernel(page, path: str) -> None:
+    """Kernel > Shut Down Kernel, in the notebook's own menu."""
+    page.evaluate("async (path) => { await window.__harness.panel(path).sessionContext.shutdown(); }",
+                  path)
+    _poll(lambda: _state(page, path).get("kernel") in ("none", "dead", "unknown"),
+          PAGE_TIMEOUT, f"the kernel of {path} to shut down")
+
+
+def close_tab(page, path: str, answer: str = "Save") -> None:
+    """Close the notebook's tab as a teacher does (its kernel keeps running, as in
+    JupyterLab); if JupyterLab asks whether to save changes, answer `answer`
+    ("Save" or "Discard")."""
+    page.evaluate("(path) => { window.__harness.panel(path).close(); }", path)
+
+    def closed_or_answered():
+        if not _state(page, path)["opened"]:
+            return True
+        button = page.locator(".jp-Dialog .jp-Dialog-button", has_text=answer)
+        if button.count():
+            button.first.click()
+        return False
+
+    _poll(closed_or_answered, PAGE_TIMEOUT, f"{path} to close")
+
 
 
 def widget_outputs(notebook: Path) -> list[dict]:
