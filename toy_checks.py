@@ -8,8 +8,10 @@ toy_train and toy_gpt2 all use them, so the same mistake gets the same sentence
 everywhere. The model's weights are read-only (Frozen), for the same reason.
 """
 import copy
+import os
 import re
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -45,6 +47,18 @@ def _count(n, what, low=1, high=None):
         upto = f" to {high}" if high is not None else " or more"
         raise ValueError(f"{what} must be a whole number, {low}{upto}, not {_shown(n)}.")
     return int(n)
+
+
+def as_path(path, who, what="file"):
+    """A file's or folder's path (text or a Path) that the file system can hold."""
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)) or str(path) == "":
+        raise ValueError(f"{who} takes a {what}'s path, such as 'gpt2', not {_shown(path)}."
+                         if what == "folder" else f"{who} takes a {what}'s path, not {_shown(path)}.")
+    try:
+        os.fsencode(path)
+    except UnicodeError:
+        raise ValueError(f"{who}: the {what}'s name holds a character a path cannot hold.") from None
+    return Path(path)
 
 
 def _flag(value, what):

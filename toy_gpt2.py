@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import regex
 
-from toy_checks import _at, _count, as_ids, check_params, check_seed
+from toy_checks import _at, _count, as_ids, as_path, check_params, check_seed
 from toy_model import N_HEAD, PARAMS, VOCAB, generate, show, walk, weight_name
 
 # toy_model's functions run GPT-2 small (12 blocks, 12 heads, d = 768, 50,257 tokens) as
@@ -68,17 +68,6 @@ def _text(text, who):
     if not isinstance(text, str):
         raise ValueError(f"{who} takes a string of text, not {type(text).__name__}.")
     return text
-
-
-def _folder(folder, who):
-    """A folder's path (text or a Path), or one sentence."""
-    if isinstance(folder, bool) or not isinstance(folder, (str, os.PathLike)) or str(folder) == "":
-        raise ValueError(f"{who} takes a folder's path, such as 'gpt2', not {folder!r:.40}.")
-    try:
-        os.fsencode(folder)
-    except UnicodeError:
-        raise ValueError(f"{who}: the folder's name holds a character a path cannot hold.") from None
-    return Path(folder)
 
 
 def _check_bpe(vocab, merges, where="vocab"):
@@ -221,7 +210,7 @@ def bpe_tokenizer(vocab, merges):
 
 def read_bpe(folder, vocab_file="vocab.json", merges_file="merges.txt"):
     """vocab.json and merges.txt -> (vocab, merges), each checked: one sentence if wrong."""
-    folder = _folder(folder, "read_bpe")
+    folder = as_path(folder, "read_bpe", "folder")
     vocab = _read_json(folder / vocab_file)
     _check_bpe(vocab, [], vocab_file)
     try:
@@ -253,7 +242,7 @@ def gpt2_tokenizer():
 def save_bpe(folder, vocab, merges, overwrite=False):
     """Write vocab.json and merges.txt in GPT-2's format (refusing to replace them unless
     overwrite=True)."""
-    _folder(folder, "save_bpe")
+    as_path(folder, "save_bpe", "folder")
     _check_bpe(vocab, merges)
     texts = {"vocab.json": json.dumps(vocab, ensure_ascii=False),
              "merges.txt": "#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges)}
@@ -425,7 +414,7 @@ def load_gpt2(folder):
     Everything read is checked against config.json: what is wrong gets one sentence."""
     from safetensors import SafetensorError
     from safetensors.numpy import load_file
-    folder = _folder(folder, "load_gpt2")
+    folder = as_path(folder, "load_gpt2", "folder")
     missing = [name for name in GPT2_FILES if not (folder / name).is_file()]
     if missing:
         raise ValueError(f"The folder {folder.name!r} lacks {', '.join(missing)}: a GPT-2 "
@@ -509,7 +498,7 @@ def save_gpt2(folder, params=PARAMS, n_head=N_HEAD, overwrite=False):
     written; a folder that already holds a checkpoint is left alone unless overwrite=True.
     Returns the folder."""
     from safetensors.numpy import save
-    _folder(folder, "save_gpt2")
+    as_path(folder, "save_gpt2", "folder")
     n_head = check_params(params, n_head)
     if overwrite is not True and overwrite is not False:
         raise ValueError(f"overwrite is True or False, not {overwrite!r}.")
@@ -540,7 +529,7 @@ def save_gpt2(folder, params=PARAMS, n_head=N_HEAD, overwrite=False):
 
 def save_toy_as_gpt2(folder, overwrite=False):
     """The toy as a GPT-2 folder: its weights (save_gpt2) and its tokens as a BPE (toy_bpe)."""
-    folder = _folder(folder, "save_toy_as_gpt2")
+    folder = as_path(folder, "save_toy_as_gpt2", "folder")
     there = [n for n in GPT2_FILES if (folder / n).exists()] if folder.is_dir() else []
     if there and not overwrite:
         raise ValueError(f"{str(folder)!r} already holds {', '.join(there)}: choose another "
@@ -555,10 +544,11 @@ def find_gpt2(folder=None, variable="GPT2_DIR"):
     names) when it holds GPT-2's four files, else None; the sentence says what was found."""
     if not isinstance(variable, str):
         raise ValueError(f"variable is the name of an environment variable, not {variable!r:.40}.")
-    if folder not in (None, ""):
-        _folder(folder, "find_gpt2")
-    name = str(folder) if folder not in (None, "") else os.environ.get(variable, "")
-    where = f"the folder {name!r}" if folder not in (None, "") else variable
+    chosen = folder is not None and not (isinstance(folder, str) and folder == "")
+    if chosen:
+        as_path(folder, "find_gpt2", "folder")
+    name = str(folder) if chosen else os.environ.get(variable, "")
+    where = f"the folder {name!r}" if chosen else variable
     if not name:
         return None, (f"No GPT-2 weights here (no folder chosen, {variable} not set): this run "
                       "uses the toy, saved in GPT-2's format.")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from toy_checks import (BLOCK_SHAPES, _at, _count, _short, as_ids, as_layer, as_numbers, check_ids,
-                        check_n_head, check_params, check_seed)
+from toy_checks import (BLOCK_SHAPES, _at, _count, _is_number, _short, _shown, as_ids, as_layer,
+                        as_numbers, as_path, check_ids, check_n_head, check_params, check_seed)
 from toy_model import (EOT, N_CTX, N_HEAD, PARAMS, VOCAB, _ln_params, attention, block,
                        cross_entropy, decode, encode, forward, get_weight, gelu, layer_norm,
                        mlp, multi_head, replace_weight, softmax, tree_map, walk, weight_name,
@@ -106,7 +106,7 @@ def layer_norm_backward(dout, x, g, eps=1e-5):
     g = as_numbers(g, "layer_norm_backward (g)")
     _fit(g.shape in ((), x.shape[-1:]), "layer_norm_backward", f"g must have one number per "
          f"column of x ({x.shape[-1]}), not shape {g.shape}")
-    _fit(_is_number(eps) and eps >= 0, "layer_norm_backward", f"eps must be a number, 0 or more "
+    _fit(_is_number(eps) and 0 <= eps < np.inf, "layer_norm_backward", f"eps must be a number, 0 or more "
          f"(GPT-2's is 1e-5), not {eps!r}")
     std = np.sqrt(x.var(axis=-1, keepdims=True) + eps)
     xhat = (x - x.mean(axis=-1, keepdims=True)) / std
@@ -328,14 +328,9 @@ def _entry(index, shape, name):
     return tuple(int(i) for i in idx)
 
 
-def _is_number(x):
-    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) \
-        and bool(np.isfinite(x))
-
-
 def _positive(x, what):
-    if not (_is_number(x) and x > 0):
-        raise ValueError(f"{what} must be a positive number, such as 0.05, not {x!r}.")
+    if not (_is_number(x) and np.isfinite(x) and x > 0):
+        raise ValueError(f"{what} must be a positive number, such as 0.05, not {_shown(x)}.")
     return float(x)
 
 
@@ -440,8 +435,13 @@ def init_params(seed=0, tied=False, d=4, d_mlp=8, n_layer=1, n_vocab=len(VOCAB),
     and embedding drawn from normal(0, std) (GPT-2: 0.02), the two projections that write
     into the residual stream (attn.c_proj, mlp.c_proj) from normal(0, std / sqrt(2 n_layer)),
     LayerNorm gains 1, all biases 0. tied: no w_u."""
-    seed = check_seed(seed)
-    std = _positive(std, "std")
+    seed, std = check_seed(seed), _positive(std, "std")
+    d, d_mlp, n_layer = _count(d, "d", high=8192), _count(d_mlp, "d_mlp", high=65536), _count(n_layer, "n_layer", high=96)
+    n_vocab, n_ctx = _count(n_vocab, "n_vocab", high=2**20), _count(n_ctx, "n_ctx", high=65536)
+    size = 2 * n_vocab * d + n_ctx * d + n_layer * (4 * d * d + 2 * d * d_mlp)
+    if size > 2 * 10**8:
+        raise ValueError(f"Those sizes make {size:,} weights; init_params builds at most 200,000,000 "
+                         "(GPT-2 small has 124,439,808).")
     rng = np.random.default_rng(seed)
     residual = std / np.sqrt(2 * n_layer)        # each block adds two branches to the stream
 
@@ -492,19 +492,13 @@ def check_corpus(corpus):
 
 def load_corpus(path=None):
     """The course's corpus, data/corpus.txt next to this file (or the file at path)."""
-    path = _path(DATA / "corpus.txt" if path is None else path, "load_corpus")
+    path = as_path(DATA / "corpus.txt" if path is None else path, "load_corpus")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         raise ValueError(f"{str(path)!r} is not a text file that can be read: a corpus is a "
                          "text file, one sentence per line.") from None
     return read_corpus(text)
-
-
-def _path(path, who):
-    if not isinstance(path, (str, Path)):
-        raise ValueError(f"{who} takes a file's path, not {_short(path)!r}.")
-    return Path(path)
 
 
 def load_heldout():
@@ -521,7 +515,7 @@ def load_sweep(path=None):
     {"lr", "steps", "seeds", "recipes", "runs": [{"seed", "arm", "recipe", "history",
     "p_roof_cat", "p_roof_dog", "heldout"}, ...]}."""
     import json
-    path = _path(DATA / "seed_sweep.json" if path is None else path, "load_sweep")
+    path = as_path(DATA / "seed_sweep.json" if path is None else path, "load_sweep")
     try:
         sweep = json.loads(path.read_text("utf-8"))
     except (OSError, ValueError):
@@ -586,8 +580,8 @@ def train(corpus, params=None, steps=200, lr=0.05, optimizer="adam", seed=0, tie
     clip: if given, the gradient is shortened to at most that length (clip_gradients)
     before each step. callback(step, loss), if given, is called after each step.
     Stops with a ValueError naming the learning rate if the loss diverges."""
-    if optimizer not in ("adam", "sgd"):
-        raise ValueError(f"optimizer must be 'adam' or 'sgd', not {optimizer!r}.")
+    if not isinstance(optimizer, str) or optimizer not in ("adam", "sgd"):
+        raise ValueError(f"optimizer must be 'adam' or 'sgd', not {_shown(optimizer)}.")
     steps = _count(steps, "steps")
     lr = _positive(lr, "The learning rate lr")
     warmup = _count(warmup, "warmup", low=0)
