@@ -36,9 +36,9 @@ def transpose(a):
 # Each twin checks what comes in, as the forward functions do: arrays of real numbers of
 # ordinary size whose shapes fit together, or one sentence saying which do not.
 
-def _same_shape(who, **arrays):
-    """The arrays (as numbers, at least one axis) if they all have the first one's shape."""
-    out = [as_numbers(a, f"{who} ({name})", min_dims=1) for name, a in arrays.items()]
+def _same_shape(who, min_dims=1, **arrays):
+    """The arrays (as numbers, at least min_dims axes) if they all have the first one's shape."""
+    out = [as_numbers(a, f"{who} ({name})", min_dims=min_dims) for name, a in arrays.items()]
     shapes = {name: a.shape for name, a in zip(arrays, out)}
     if len(set(shapes.values())) > 1:
         raise ValueError(f"{who} needs arrays of one shape: " +
@@ -118,8 +118,8 @@ def layer_norm_backward(dout, x, g, eps=1e-5):
 
 
 def gelu_backward(dout, x):
-    """dout times GELU's slope at x (the tanh form, by the chain rule)."""
-    dout, x = _same_shape("gelu_backward", dout=dout, x=x)
+    """dout times GELU's slope at x (the tanh form, by the chain rule); x may be one number."""
+    dout, x = _same_shape("gelu_backward", min_dims=0, dout=dout, x=x)
     c, x2 = np.sqrt(2 / np.pi), x * x
     t = np.tanh(c * x * (1 + 0.044715 * x2))
     slope = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x2)
