@@ -52,19 +52,32 @@ def _group(item) -> str | None:
     return None
 
 
-@pytest.hookimpl(wrapper=True)   # runs before every plain hook: xdist's reads the marks
 def pytest_collection_modifyitems(config, items):
     groups = {}
     for item in items:
         mark = item.get_closest_marker("xdist_group")
         groups[item] = mark.args[0] if mark and mark.args else _group(item)
-        if groups[item] and not mark:
-            item.add_marker(pytest.mark.xdist_group(groups[item]))
+    if hasattr(config, "workerinput") and config.getvalue("loadgroup"):
+        for item in items:
+            if groups[item]:
+                _join_group(item, groups[item])
     # The browser group first: with --no-loadscope-reorder the scheduler hands groups out
     # in this order, and the longest one should start at once.
     items.sort(key=lambda item: groups[item] != BROWSER_GROUP)
-    return (yield)
 
+
+def _join_group(item, group: str) -> None:
+    """Give the item the node id "<id>@<group>", by which xdist's loadgroup scheduler
+    keeps a group on one worker. (xdist 3.8 does this itself by setting `_nodeid`, which
+    pytest 9 no longer reads: its node ids are structured. Without this, no group held.)"""
+    if "@" in item.nodeid.rpartition("]")[2] or "@" in item.nodeid.rpartition("::")[2]:
+        return                                    # xdist did it
+    try:
+        from _pytest.nodeid import NodeId         # pytest >= 9
+    except ImportError:
+        item._nodeid = f"{item.nodeid}@{group}"
+    else:
+        item._id = NodeId.parse(f"{item.nodeid}@{group}")
 
 
 @pytest.fixture(scope="session", autouse=True)
