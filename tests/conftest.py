@@ -12,9 +12,18 @@ What must stay together is put in one xdist group here, so no test module has to
 - a notebook's nbval cells run in one worker, in order (each cell needs the ones above);
 - a test module with module-scoped fixtures runs in one worker (they are built once);
 - any other test goes wherever a core is free.
+
+Each process does its linear algebra on one thread: two workers, their kernels and
+JupyterLab already share the two cores, and numpy's BLAS starting a second thread in each
+of them made a notebook's run up to ten times slower on a busy machine. The variables are
+set before any worker, kernel or JupyterLab starts, so they all inherit them.
 """
 
+import os
 from pathlib import Path
+
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
 
 import pytest
 
