@@ -45,8 +45,8 @@ def test_the_attributes_still_mean_what_the_kit_takes_them_to_mean():
         assert kit.page_has_shown(canvas), "the page's hello stops the storing"
         kit.store_picture(canvas, "AAAA")
         assert kit.stored_picture(canvas) == "data:image/png;base64,AAAA"
-        kit.send_whole_frame(canvas, draw_again=True)
-        assert canvas._force_full and canvas._png_is_old
+        kit.send_whole_frame(canvas)
+        assert canvas._force_full
     finally:
         plt.close(fig)
 

@@ -23,11 +23,9 @@ from .draw import (BLUE, GREEN, ORANGE, TOKENS, VERMILION, freeze_layout, new_fi
 # tests/test_widgets_ipympl.py fails, naming the attribute, if an installed ipympl lacks one.
 IPYMPL_PRIVATE = {
     "_force_full": "send the next frame whole, not as a diff of the last one",
-    "_png_is_old": "draw the next frame again before sending it",
     "_data_url": "the picture the page shows before the kernel draws, stored with the notebook",
     "syncing_data_url": "True until a page has shown the canvas (ipympl stores frames till then)",
     "_handle_message": "the canvas's handler of the page's messages (its 'initialized' hello)",
-    "manager.refresh_all": "send the figure's current frame to the page again",
 }
 
 
@@ -42,15 +40,12 @@ def live_canvases(root):
     return [w for w in _inside(root) if is_live_canvas(w)]
 
 
-def send_whole_frame(canvas, draw_again=False):
-    """The next frame goes to the page whole, not as the pixels that changed (and, with
-    draw_again, drawn afresh). The browser drops a picture that arrives while the one
+def send_whole_frame(canvas):
+    """The next frame goes to the page whole, not as the pixels that changed. The browser drops a picture that arrives while the one
     before is still loading; a dropped list of changes would leave old pixels on the page
     for good (a bar or a label from before), a dropped whole picture is mended by the next."""
     if is_live_canvas(canvas):
         canvas._force_full = True
-        if draw_again:
-            canvas._png_is_old = True
 
 
 def stored_picture(canvas):
@@ -65,10 +60,6 @@ def store_picture(canvas, png_base64):
 def page_has_shown(canvas):
     """Has a page shown this canvas yet? (Until then ipympl keeps each frame as its picture.)"""
     return not canvas.syncing_data_url
-
-
-def send_frame_again(canvas):
-    canvas.manager.refresh_all()
 
 
 def canvas_ready(canvas):
@@ -163,48 +154,19 @@ def _as_html(widget):
     return ""
 
 
-def _keep_saved_picture_current(canvas, delay=1.0):
-    """When the plot has been still for `delay` seconds, send its last frame once more.
-
-    JupyterLab saves a plot's picture with the notebook (the widget state), and shows it
-    when the notebook is opened again. ipympl's page takes that picture when a frame
-    *arrives*, before drawing it: the picture it keeps is always the frame before the
-    last one (blank after the first). The repeated frame looks the same on screen and
-    makes the kept picture the plot as it is. (A second is long enough not to cost a
-    drag anything, and short beside JupyterLab's autosave, every two minutes.)"""
-    import asyncio
+def _store_frames_as_pictures(canvas):
+    """Until a page shows the canvas (a notebook run by nbclient, with no browser), ipympl
+    stores each frame it sends as the canvas's picture, the one a saved notebook keeps,
+    but without the "data:" prefix its page needs to show it: add the prefix."""
     if getattr(canvas, "manager", None) is None or hasattr(canvas, "_course_send_binary"):
         return
     send = canvas._course_send_binary = canvas.send_binary
-    pending = {"timer": None, "again": False}
-
-    def send_again():
-        pending["timer"], pending["again"] = None, True
-        try:
-            send_whole_frame(canvas, draw_again=True)
-            send_frame_again(canvas)
-        finally:
-            pending["again"] = False
 
     def send_binary(data):
         send(data)
-        if not page_has_shown(canvas):
-            # No page has shown the plot yet (a notebook run without a browser): ipympl
-            # then stores the frame itself as the picture, without the "data:" prefix
-            # its page needs to show it. Nothing to send again.
-            url = stored_picture(canvas)
-            if url and not url.startswith("data:"):
-                store_picture(canvas, url)
-            return
-        if pending["again"]:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:                    # no event loop: no page to keep a picture
-            return
-        if pending["timer"] is not None:
-            pending["timer"].cancel()
-        pending["timer"] = loop.call_later(delay, send_again)
+        url = stored_picture(canvas)
+        if not page_has_shown(canvas) and url and not url.startswith("data:"):
+            store_picture(canvas, url)
 
     canvas.send_binary = send_binary
 
@@ -238,7 +200,7 @@ class Panel(widgets.VBox):
             pngs = [base64.b64encode(picture(c.figure)).decode("ascii") for c in canvases]
             for canvas, png in zip(canvases, pngs, strict=True):
                 store_picture(canvas, png)
-                _keep_saved_picture_current(canvas)
+                _store_frames_as_pictures(canvas)
             data["image/png"] = pngs[0]
             body = "".join(f'<img src="data:image/png;base64,{png}" alt="a picture of the plot" '
                            'style="max-width:100%;height:auto">' for png in pngs)
