@@ -158,13 +158,18 @@ def _train_once_per_word(words, n_merges):
     return _model.train_bpe(list(dict.fromkeys(words)), n_merges)
 
 
+def _pair_counts(words):
+    counts = {}
+    for word in words:
+        for pair in zip(word, word[1:]):
+            counts[pair] = counts.get(pair, 0) + 1
+    return counts
+
+
 def _train_first_occurrence_only(words, n_merges):
     words, merges = [tuple(w) for w in words], []
     for _ in range(n_merges):
-        counts = {}
-        for word in words:
-            for pair in zip(word, word[1:]):
-                counts[pair] = counts.get(pair, 0) + 1
+        counts = _pair_counts(words)
         if not counts:
             break
         best = max(counts, key=counts.get)
@@ -180,10 +185,7 @@ def _train_first_occurrence_only(words, n_merges):
 def _train_last_of_ties(words, n_merges):
     words, merges = [tuple(w) for w in words], []
     for _ in range(n_merges):
-        counts = {}
-        for word in words:
-            for pair in zip(word, word[1:]):
-                counts[pair] = counts.get(pair, 0) + 1
+        counts = _pair_counts(words)
         if not counts:
             break
         best = max(reversed(list(counts)), key=counts.get)
