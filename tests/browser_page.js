@@ -84,7 +84,13 @@ window.__harness = {
     const kernel = this.panel(path).sessionContext.session.kernel;
     kernel.iopubMessage.connect((_, msg) => {
       const c = msg.content;
-      if (msg.header.msg_type === 'error') this.kernelErrors.push(`${c.ename}: ${c.evalue}`);
+      if (msg.header.msg_type === 'error') {
+        // The error and the last lines of its traceback: where in the kernel it began.
+        const lines = (c.traceback || []).join('\n').replace(/\x1b\[[0-9;]*m/g, '')
+          .split('\n').filter(l => /^\s*(File |\S+\.py:\d+|\S.*line \d+)/.test(l));
+        const where = lines.slice(-4).join(' | ');
+        this.kernelErrors.push(`${c.ename}: ${c.evalue}` + (where ? ` [at ${where}]` : ''));
+      }
       if (msg.header.msg_type === 'stream' && c.name === 'stderr' && /Traceback/.test(c.text)) {
         this.kernelErrors.push(c.text.slice(0, 500));
       }

@@ -166,19 +166,39 @@ def shut_down_kernel(page, path: str) -> None:
 def close_tab(page, path: str, answer: str = "Save") -> None:
     """Close the notebook's tab as a teacher does (its kernel keeps running, as in
     JupyterLab); if JupyterLab asks whether to save changes, answer `answer`
-    ("Save" or "Discard")."""
+    ("Save" or "Discard"). Any other dialog is a finding: its text goes into the
+    error, and it is dismissed, so that the notebooks visited after this one start
+    from a page no dialog covers."""
     page.evaluate("(path) => { window.__harness.panel(path).close(); }", path)
+    other_dialogs = []
 
     def closed_or_answered():
         if not _state(page, path)["opened"]:
             return True
-        button = page.locator(".jp-Dialog .jp-Dialog-button", has_text=answer)
-        if button.count():
-            button.first.click()
+        dialog = page.locator(".jp-Dialog")
+        if dialog.count():
+            button = dialog.locator(".jp-Dialog-button", has_text=answer)
+            if button.count():
+                button.first.click()
+            elif (text := " ".join(dialog.first.inner_text().split())) not in other_dialogs:
+                other_dialogs.append(text)
         return False
 
-    _poll(closed_or_answered, PAGE_TIMEOUT, f"{path} to close")
+    try:
+        _poll(closed_or_answered, PAGE_TIMEOUT, f"{path} to close")
+    except TimeoutError as e:
+        dismiss_dialogs(page)
+        shown = "; ".join(repr(t) for t in other_dialogs) or "no dialog"
+        raise TimeoutError(f"{e} (answering {answer!r}); JupyterLab showed: {shown}") from None
 
+
+def dismiss_dialogs(page) -> None:
+    """Cancel whatever dialogs JupyterLab shows (Escape, as a person would)."""
+    for _ in range(5):
+        if not page.locator(".jp-Dialog").count():
+            return
+        page.keyboard.press("Escape")
+        time.sleep(0.2)
 
 
 def widget_outputs(notebook: Path) -> list[dict]:
@@ -438,6 +458,7 @@ def visit_notebook(lab, page, notebook: Path, interactions, frames, order: str) 
     shutil.rmtree(shots, ignore_errors=True)
     shots.mkdir(parents=True)
     t = time.monotonic()
+    stage = "run"                       # the finding a timeout belongs to
     try:
         open_here(page, path)           # or, already open, bring its tab to the front
         t = visit.timed("open", t)
@@ -449,23 +470,34 @@ def visit_notebook(lab, page, notebook: Path, interactions, frames, order: str) 
             for kind in ("fit", "text", "react", "frames", "reopen"):
                 found[kind].append("not checked: Run All failed")
             return visit
+        stage = "fit"
         if notebook.parent.name == "notebooks":
             found["fit"], found["text"] = _fits_and_text(page, path, shots)
             t = visit.timed("fit and text", t)
+        stage = "react"
         watch_kernel_errors(page, path)
         for i, interaction in enumerate(interactions, start=1):
             prefix = shots / safe_name(f"{i:02d}-{interaction.widget}-{interaction.action}")
             found["react"] += perform(page, interaction, prefix)
         t = visit.timed("interactions", t)
+        stage = "frames"
         for widget, keys, nth in frames:
             found["frames"] += _frames(page, path, widget, keys, nth)
         t = visit.timed("frames", t)
         if found["react"] or found["frames"]:
             page.screenshot(path=shots / "page-at-failure.png")
+        stage = "reopen"
         if notebook.parent.name == "notebooks":
             found["reopen"] += _end_and_reopen(page, lab, path, order, shots)
             t = visit.timed("end and reopen", t)
+    except TimeoutError as e:           # this notebook's finding; the next one starts afresh
+        page.screenshot(path=shots / "page-at-failure.png")
+        found[stage].append(f"the visit stopped: {e}")
+        stages = ["run", "fit", "text", "react", "frames", "reopen"]
+        for kind in stages[stages.index(stage) + 1:]:
+            found[kind].append(f"not checked: the visit stopped at {stage!r}")
     finally:
+        dismiss_dialogs(page)
         if page.evaluate("(path) => window.__harness.state(path).opened", path):
             close_tab(page, path, "Discard")
         lab.shut_down_sessions(path)

@@ -293,6 +293,16 @@ def _assert_none(found: list[str], what: str):
 
 
 @pytest.mark.browser
+def test_widget_messages_are_handled_in_the_kernels_main_thread(page):
+    """JupyterLab can send widget messages to a kernel subshell, a second thread that
+    runs them while a cell runs in the first. Matplotlib is not thread-safe: two figures
+    drawn at once can fail inside FreeType ("raster overflow"). The course's settings
+    (tools/lab_settings) turn that off; this reads what the page really uses."""
+    mode = page.evaluate("() => window.jupyterapp.serviceManager.kernels.commsOverSubshells")
+    assert mode == "disabled", f"widget messages go to kernel subshells ({mode!r})"
+
+
+@pytest.mark.browser
 @course
 def test_opened_fresh_shows_pictures_and_no_widget_text(fresh, notebook):
     _assert_none(fresh[notebook.name]["shown"], f"{notebook.name}, opened fresh")
