@@ -8,8 +8,13 @@ tracemalloc (or, with --rss, the process's resident memory) after warm-up builds
 
     python benchmarks/rebuild_memory.py                     # 50 rebuilds of each
     python benchmarks/rebuild_memory.py --rebuilds 5 --json
+    python benchmarks/rebuild_memory.py --rebuilds 3 --warmup 1 --settle 0 --rss --counts
 
-Target: under 20 MB in all for 50 rebuilds of every builder.
+Target: under 20 MB in all for 50 rebuilds of every builder. With --counts, each rebuild
+also counts what is alive (widgets in ipywidgets' registry, figures in matplotlib's list,
+matplotlib artists): after the first, a rebuild that leaves nothing behind leaves the
+same counts as the one before. tests/test_widgets_lifecycle.py reads both, from a process
+of its own: a small heap, where a full garbage collection is cheap.
 """
 import argparse
 import contextlib
@@ -62,6 +67,8 @@ def main(argv=None):
     parser.add_argument("--rss", action="store_true",
                         help="measure the process's resident memory instead (faster, coarser: "
                              "Linux's /proc/self/statm)")
+    parser.add_argument("--counts", action="store_true",
+                        help="after each measured rebuild, count live widgets, figures and artists")
     parser.add_argument("--json", action="store_true", help="end with one line of JSON")
     args = parser.parse_args(argv)
     import matplotlib
@@ -70,7 +77,7 @@ def main(argv=None):
     from toy_widgets import kit
     kernel = Kernel()
     kit._kernel = lambda: kernel                        # what the kit asks at each build
-    history, grown = [], {}
+    history, grown, counts = [], {}, {}
 
     def build(name, make):
         kernel.run(f"cell-{name}")
@@ -105,6 +112,8 @@ def main(argv=None):
         before = heap()
         for _ in range(args.rebuilds):
             build(name, make)
+            if args.counts:
+                counts.setdefault(name, []).append(alive())
         gc.collect()
         grown[name] = (heap() - before) / 2 ** 20
         print(f"{name:22s} {grown[name]:8.3f} MiB after {args.rebuilds} rebuilds", flush=True)
@@ -113,7 +122,18 @@ def main(argv=None):
           f"rebuilds of each")
     if args.json:
         print(json.dumps({"rebuilds": args.rebuilds, "total_mib": total,
-                          "per_builder_mib": {k: round(v, 3) for k, v in grown.items()}}))
+                          "per_builder_mib": {k: round(v, 3) for k, v in grown.items()},
+                          "counts": counts}))
+
+
+def alive():
+    """What a rebuild can leave behind: [widgets, figures, matplotlib artists] alive."""
+    import matplotlib.pyplot as plt
+    from ipywidgets.widgets import widget
+    from matplotlib.artist import Artist
+    gc.collect()
+    return [len(widget._instances), len(plt.get_fignums()),
+            sum(isinstance(o, Artist) for o in gc.get_objects())]
 
 
 if __name__ == "__main__":

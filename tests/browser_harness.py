@@ -75,6 +75,7 @@ AUTOSAVE_INTERVAL = 2  # s, for a lab of copies (JupyterLab's default is 120): a
 SERVER_START_TIMEOUT = 60  # s; JupyterLab on 2 cores starts in about 3 s
 KERNEL_START_TIMEOUT = 60  # s
 WIDGET_RENDER_TIMEOUT = 30  # s; after the last cell has run
+QUIET_MS = 1000  # a notebook whose cells have run exchanges no kernel message for this long
 INTERACTION_TIMEOUT = 10  # s; from an action on a widget to the change it must cause
 ACTION_TIMEOUT = 5  # s; for Playwright to find the control an action uses
 PAGE_TIMEOUT = 30  # s; Playwright's default for anything else on the page
@@ -329,6 +330,7 @@ def run_all(page, path: str, timeout: float = 120) -> None:
              if (!app.commands.isEnabled('notebook:run-all-cells')) {
                throw new Error('Run All is not enabled for ' + path);
              }
+             window.__harness.watchTraffic(path);
              app.commands.execute('notebook:run-all-cells');
            }""",
         path)
@@ -349,6 +351,12 @@ def notebook_problems(page, path: str) -> list[str]:
     except TimeoutError:
         pass  # reported below, cell by cell
     problems = page.evaluate("(path) => window.__harness.problems(path)", path)
+    try:
+        _poll(lambda: page.evaluate("(path) => window.__harness.quietFor(path)", path) >= QUIET_MS,
+              WIDGET_RENDER_TIMEOUT, "the kernel to rest")
+    except TimeoutError:
+        problems.append(f"the kernel never rested for {QUIET_MS / 1000:g} s in the "
+                        f"{WIDGET_RENDER_TIMEOUT} s after Run All: a figure drawn again and again?")
     state = _state(page, path)
     if state["unrun"]:
         problems.append(f"{state['unrun']} of {state['codeCells']} code cells did not run")

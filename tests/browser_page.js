@@ -77,6 +77,19 @@ window.__harness = {
         .some(n => n.innerText.includes('Loading widget...'));
   },
 
+  // When the kernel of `path` last sent or was sent a message (performance.now(), ms).
+  // A notebook at rest exchanges none; a figure that keeps asking to be drawn again
+  // never lets the kernel rest (its CPU, and a frame to the page ten times a second).
+  lastMessage: {},
+  watchTraffic(path) {
+    const kernel = this.panel(path).sessionContext.session.kernel;
+    this.lastMessage[path] = performance.now();
+    kernel.anyMessage.connect(() => { this.lastMessage[path] = performance.now(); });
+  },
+  quietFor(path) {
+    return performance.now() - this.lastMessage[path];
+  },
+
   // Errors the kernel reports while widgets are used: an exception in a widget
   // callback shows in no cell, only in the kernel's iopub messages.
   kernelErrors: [],

@@ -82,8 +82,10 @@ def live_artists(fig, artists):
     them over a saved picture of the rest (blitting): a few ms instead of drawing every
     tick label again. The picture is taken at each full draw of the figure."""
     artists = list(artists)
-    for a in artists:
-        a.set_animated(True)                  # left out of full draws and of the picture
+    for a in artists:                         # left out of full draws and of the picture;
+        for part in a.findobj():              # its parts too: a legend drawn moves its boxes,
+            part.set_animated(True)           # and a part not animated would mark the figure
+                                              # stale, which an interactive kernel redraws, forever
     if _moving(fig) is not None:              # declared again: the new list replaces the old
         fig.canvas.mpl_disconnect(_moving(fig)["listener"])
     state = fig._course_moving = {"artists": artists, "background": None}
