@@ -445,7 +445,17 @@ TEXT_CHANGES = "text-changes"  # the widget's visible text, slider read-outs exc
 MARKUP_CHANGES = "markup-changes"  # the markup inside the widget's HTML widgets (an SVG drawing)
 TEXT_SHOWS = "text-shows"  # nothing needs to change: the text must (come to) hold `contains`
 
-SETTLE = 0.6  # s; after a widget showed what it must, it must still show it this much later
+SETTLE_MS = 200  # after a widget showed what it must, it must still show it once the kernel
+                 # is idle and has exchanged no message for this long (every echo is in)
+
+
+def settled(page) -> None:
+    """Wait until the kernel of the notebook being visited is idle and quiet: what the
+    page shows then is final (a late echo of a control's value would have come by now)."""
+    _poll(lambda: page.evaluate(
+        """(ms) => { const h = window.__harness, path = h.visiting;
+                   return h.state(path).kernel === 'idle' && h.quietFor(path) >= ms; }""",
+        SETTLE_MS), INTERACTION_TIMEOUT, "the kernel to answer everything", interval=0.05)
               # (the browser sends a slider's value back rounded to its step a moment later)
 
 
@@ -568,11 +578,11 @@ def _perform(page, interaction: Interaction, shots_prefix: Path) -> None:
     try:
         _poll(changed, INTERACTION_TIMEOUT, str(interaction), interval=0.1)
         if interaction.wanted:              # and it stays so: no late echo undoes it
-            time.sleep(SETTLE)
+            settled(page)
             missing = interaction.missing(visible_text(root))
             if missing:
-                raise InteractionFailed(f"showed {missing[0]!r}, then no longer, "
-                                        f"{SETTLE:g} s later; widget text now: "
+                raise InteractionFailed(f"showed {missing[0]!r}, then no longer, once the "
+                                        f"kernel had answered everything; widget text now: "
                                         f"{visible_text(root)[:400]!r}")
     except TimeoutError:
         text = visible_text(root)
@@ -671,14 +681,17 @@ def lab_home(page, lab: LabServer) -> None:
     page.evaluate("() => window.jupyterapp.restored")
 
 
-def open_here(page, path: str) -> None:
-    """Open `path` in the JupyterLab already loaded in the page; wait for an idle kernel.
-    (The command's result, the notebook widget, must not travel back to Python: it cannot
-    be serialized. Hence the braces.)"""
+def open_here(page, path: str, wait: bool = True) -> None:
+    """Open `path` in the JupyterLab already loaded in the page (or bring its tab to the
+    front); unless wait=False, wait for an idle kernel. (The command's result, the
+    notebook widget, must not travel back to Python: it cannot be serialized. Hence the
+    braces.)"""
     page.evaluate(
         "async (path) => { await window.jupyterapp.commands.execute("
         "'docmanager:open', {path, factory: 'Notebook'}); }",
         path)
+    if not wait:
+        return
 
     def kernel_idle():
         _accept_kernel_dialog(page)

@@ -81,8 +81,10 @@ window.__harness = {
   // A notebook at rest exchanges none; a figure that keeps asking to be drawn again
   // never lets the kernel rest (its CPU, and a frame to the page ten times a second).
   lastMessage: {},
+  visiting: null,
   watchTraffic(path) {
     const kernel = this.panel(path).sessionContext.session.kernel;
+    this.visiting = path;
     this.lastMessage[path] = performance.now();
     kernel.anyMessage.connect(() => { this.lastMessage[path] = performance.now(); });
   },

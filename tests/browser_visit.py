@@ -10,7 +10,6 @@ never opened for writing, and autosave (on, every AUTOSAVE_INTERVAL s) writes co
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import re
 import shutil
@@ -61,20 +60,21 @@ MIN_COLOUR = 0.002            # share of coloured pixels below which a stored pl
 # projector's size with scrollbars, in Presentation Mode and at 125 % zoom, the size of
 # the widgets' text; and the ways a teacher saves, shuts down and closes a notebook.
 
-QUIET = 0.4  # s; no new frame for this long after the kernel went idle: the press is done
-STILL = 2.5  # s; a plot left alone may draw once more within this (toy_widgets.kit sends
-             # its last frame again after 1 s): that frame must be the one already shown
+PRESS_QUIET_MS = 250  # the kernel idle, and no message for this long: a press is done
+STILL_MS = 1000  # a plot left alone: the kernel at rest this long, whatever it drew is in
 
 
-def kernel_idle(page, path: str) -> bool:
-    return _state(page, path).get("kernel") == "idle"
+def kernel_rests(page, path: str, ms: float) -> bool:
+    """The kernel is idle and has exchanged no message for `ms` (see watchTraffic)."""
+    return page.evaluate("([path, ms]) => window.__harness.state(path).kernel === 'idle' && "
+                         "window.__harness.quietFor(path) >= ms", [path, ms])
 
 
 def frames_of_presses(page, path: str, root, keys: list[str], nth: int = 0) -> list[dict]:
     """Press each key in turn on the nth slider of the widget, waiting after each until its
     plot has drawn and is still; return, per press, the distinct frames the page drew
     ("frames", PNG data URLs) and the widget's text afterwards ("text"); the last press
-    also has "later": any different frame drawn within STILL s after it, unpressed."""
+    also has "later": any frame drawn after it, unpressed, until the kernel rests."""
     if not root.evaluate("(el) => window.__harness.recordFrames(el)"):
         raise AssertionError("the widget has no <canvas> to watch")
     handle = root.locator(".noUi-handle, input[type=range]").nth(nth)
@@ -87,18 +87,21 @@ def frames_of_presses(page, path: str, root, keys: list[str], nth: int = 0) -> l
             def drawn_and_still():
                 new = root.evaluate("(el) => window.__harness.takeFrames(el)")
                 frames.extend(new)
-                return frames and not new and kernel_idle(page, path)
+                return frames and not new and kernel_rests(page, path, PRESS_QUIET_MS)
 
-            # Two quiet readings QUIET apart: the kernel is idle between two messages too.
-            _poll(lambda: drawn_and_still() and (time.sleep(QUIET) or drawn_and_still()),
-                  INTERACTION_TIMEOUT, f"the plot to draw after {key}", interval=0.1)
+            _poll(drawn_and_still, INTERACTION_TIMEOUT, f"the plot to draw after {key}",
+                  interval=0.05)
             presses.append({"key": key, "frames": frames, "text": visible_text(root)})
-        # Then the plot is left alone: whatever it draws now (the course's plots send their
-        # last frame once more after a second) must be the picture the last press drew.
+        # Then the plot is left alone: until the kernel has rested a while, whatever it
+        # draws is collected; a plot that keeps drawing fails Run All already.
         later: list[str] = []
-        with contextlib.suppress(TimeoutError):
-            _poll(lambda: later.extend(root.evaluate("(el) => window.__harness.takeFrames(el)"))
-                  or later, STILL, "a frame after the plot was left alone", interval=0.2)
+
+        def at_rest():
+            later.extend(root.evaluate("(el) => window.__harness.takeFrames(el)"))
+            return kernel_rests(page, path, STILL_MS)
+
+        _poll(at_rest, INTERACTION_TIMEOUT, "the kernel to rest after the last press", interval=0.1)
+        later.extend(root.evaluate("(el) => window.__harness.takeFrames(el)"))
         presses[-1]["later"] = later
     finally:
         root.evaluate("(el) => window.__harness.stopFrames(el)")
@@ -259,11 +262,13 @@ def first_open_all(lab, page, notebooks: list[Path]) -> dict[str, dict[str, list
         copied[notebook.name] = notebook.read_bytes()
         (lab.root_dir / notebook_path(notebook)).write_bytes(copied[notebook.name])
     try:
+        for notebook in notebooks:      # every tab opens at once, and the kernels start together
+            open_here(page, notebook_path(notebook), wait=False)
         for notebook in notebooks:
             path, f = notebook_path(notebook), found[notebook.name]
             expected = widget_outputs(lab.root_dir / path)
             start = time.monotonic()
-            open_here(page, path)
+            open_here(page, path)       # its tab to the front, its kernel started
             report = settled_report(page, path)
             f["shown"] += report["problems"]
             pictures = sum("image/png" in o or "<img" in "".join(o.get("text/html", ""))
