@@ -60,8 +60,8 @@ from browser_harness import (  # noqa: E402  (needs the path above)
     run_all,
     running_chromium,
     running_lab,
-    widget_root,
 )
+from browser_widgets import widget_root  # noqa: E402
 
 SELF_TEST = "tests/fixtures/widget_demo.ipynb"
 DEFAULT_FLOOR = f"{SELF_TEST}:floor"

@@ -22,18 +22,20 @@ from browser_harness import (
     PAGE_TIMEOUT,
     _poll,
     _state,
-    visible_text,
     AUTOSAVE_INTERVAL,
     REPO_ROOT,
     canvas_is_drawn,
     first_open_report,
     notebook_problems,
     open_here,
-    perform,
     run_all,
-    safe_name,
     save_notebook,
     watch_kernel_errors,
+)
+from browser_widgets import (
+    visible_text,
+    perform,
+    safe_name,
     widget_root,
 )
 

@@ -32,16 +32,17 @@ import pytest
 
 import toy_model as tm
 from browser_harness import (
+    lab_home,
+    lab_page,
+)
+from browser_widgets import (
     CANVAS_CHANGES,
     MARKUP_CHANGES,
-    REPO_ROOT,
     TEXT_CHANGES,
     TEXT_SHOWS,
     Interaction,
     choose,
     click,
-    lab_home,
-    lab_page,
     look,
     press_slider,
     type_text,
