@@ -249,7 +249,7 @@ def exercise_texts(prefix):
                 yield from ((key, t) for t in texts if isinstance(t, str))
 
 
-@pytest.mark.parametrize("name", ["01_tokens", "02_embeddings", "03_qkv", "04_mask_and_heads"])
+@pytest.mark.parametrize("name", sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")))
 def test_the_full_stop_is_never_a_bare_dot_in_a_sentence(name):
     prose = [source(c) for c in cells(name) if c["cell_type"] == "markdown"]
     bare = [(t[:60], m.start()) for t in prose for m in BARE_DOT.finditer(t)]

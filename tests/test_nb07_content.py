@@ -101,8 +101,8 @@ def test_a_drawn_full_stop_is_named_in_quotes():
     root = tm.generation_stepper(prompt="the cat climbed the roof", temperature=0)
     next(w for w in walk(root) if type(w).__name__ == "Button").click()
     status = [text(w) for w in walk(root) if type(w).__name__ == "HTML" and "Step 1" in w.value]
-    assert status == ['Step 1: drew ".", which had p = 1.000.']
-    assert root.chart.title.startswith('step 1: "." drawn')
+    assert status == ["Step 1: drew '.', which had p = 1.000."]
+    assert root.chart.title.startswith("step 1: '.' drawn")
 
 
 # --- the temperature picture ------------------------------------------------------------
@@ -195,7 +195,7 @@ def test_the_notebook_generates_with_the_cache_option():
 
 def named(token, p):
     name = tm.show(token)
-    return f'{chr(34) + name + chr(34) if name == "." else name} ({tm.fmt(p[tm.VOCAB.index(token)])})'
+    return f'{chr(39) + name + chr(39) if name == "." else name} ({tm.fmt(p[tm.VOCAB.index(token)])})'
 
 
 def test_the_dog_answer_names_the_step_that_goes_wrong_with_its_margins():

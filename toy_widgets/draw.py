@@ -31,6 +31,14 @@ def tick_label(token):
     return re.sub(r"^␣", r"$\\mathbf{␣}$", token)
 
 
+def token_name(token):
+    """A token as a sentence names it (from its id, its text or its shown form): ␣the, and
+    the "." token in quotes, '.', as on the plots, so that it does not read as the
+    sentence's own full stop."""
+    name = show(token)
+    return "'.'" if name == "." else name
+
+
 def token_html(token):
     """A token's name as HTML (chips, tables): the ␣ of a leading space bold and larger
     (in the text's own colour, so it reads on any chip), the "." token in quotes."""

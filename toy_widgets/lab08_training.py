@@ -9,7 +9,7 @@ import numpy as np
 import toy_model as _model
 from toy_model import PARAMS, VOCAB, encode, forward
 
-from .draw import BLUE, GREEN, GREY, ORANGE, PURPLE, TOKENS, fmt, freeze_layout, new_figure, static
+from .draw import BLUE, GREEN, GREY, ORANGE, PURPLE, TOKENS, fmt, freeze_layout, new_figure, static, token_name
 from .kit import canvas_ready, live_artists, live_figure, panel, redraw
 from .exercises import _TEXT, _tok, choice_exercise, code_exercise, number_exercise
 
@@ -189,7 +189,7 @@ def _roof_share():
 
 def _best_split():
     counts = _after_prompt()
-    return ", ".join(f"{TOKENS[j]} {counts[j]}" for j in np.argsort(-counts, kind="stable") if counts[j])
+    return ", ".join(f"{token_name(j)} {counts[j]}" for j in np.argsort(-counts, kind="stable") if counts[j])
 
 
 number_exercise(

@@ -5,7 +5,7 @@ import ipywidgets as widgets
 import toy_model as _model
 from toy_model import VOCAB, encode, show
 
-from .draw import MONOSPACE, ORANGE, SKY, token_html
+from .draw import MONOSPACE, ORANGE, SKY, token_html, token_name
 from .kit import builder_text
 from .kit import WidgetState, guarded, message_area, on_change, panel, say
 from .exercises import choice_exercise, count_exercise
@@ -14,10 +14,6 @@ from .exercises import choice_exercise, count_exercise
 _S1 = "the dog climbed the wall."
 
 
-def _named(i):
-    """A token as a sentence names it: `␣the`, and the full stop quoted, `'.'` (a bare
-    dot reads as punctuation)."""
-    return "'.'" if show(i) == "." else show(i)
 
 count_exercise(
     "01.1", f'How many tokens does "{_S1}" have?',
@@ -25,7 +21,7 @@ count_exercise(
     hints=lambda: [(len(_S1.split()), "That is the number of words: ' climbed' is two tokens, "
                     "and '.' is one more."),
                    (len(_S1.split()) + 1, "Close: count both the extra piece of ' climbed' and the '.'.")],
-    solution=lambda: (f"{len(encode(_S1))}: " + ", ".join(f"`{_named(i)}`" for i in encode(_S1))
+    solution=lambda: (f"{len(encode(_S1))}: " + ", ".join(f"`{token_name(i)}`" for i in encode(_S1))
                       + f". `len(tm.encode({_S1!r}))` computes it. Words are not tokens: `climbed` "
                       "is two, and the full stop, `'.'`, is a token of its own."))
 
@@ -52,7 +48,7 @@ choice_exercise(
            '"ed the catthe"': "Look each id up in the table once more."},
     solution=lambda: (
         "Look each id up and join the strings: "
-        + " + ".join(f"{i} → `{show(i)}`" for i in _IDS3)
+        + " + ".join(f"{i} → `{token_name(i)}`" for i in _IDS3)
         + f' gives "{_model.decode(_IDS3)}". The space in front of a word belongs to that word\'s '
         "token, so `the` (id 0), which has none, sticks to the word before it. That is why a "
         "text's first word and the same word later are two different tokens: inside a text a "

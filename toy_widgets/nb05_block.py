@@ -6,9 +6,9 @@ import ipywidgets as widgets
 import numpy as np
 
 import toy_model as _model
-from toy_model import DIMS, encode, run, show
+from toy_model import DIMS, encode, run
 
-from .draw import MONOSPACE, TOKENS, fmt, token_html
+from .draw import MONOSPACE, TOKENS, fmt, token_html, token_name
 from .kit import builder_text
 from .kit import WidgetState, guarded, live_chart, message_area, on_change, panel
 from .exercises import _TEXT, choice_exercise, code_exercise, number_exercise
@@ -101,7 +101,7 @@ choice_exercise(
            "␣the": "The row of ␣the points along d4, 'noun': a noun comes next.",
            "␣cat": "What can the last row see without attention?"},
     solution=lambda: (
-        f"`{TOKENS[int(np.argmax(_dog_off()))]}`, with p = {fmt(_dog_off().max())}, as for the cat "
+        f"`{token_name(int(np.argmax(_dog_off())))}`, with p = {fmt(_dog_off().max())}, as for the cat "
         f"(try `tm.run(\"{_DOG}\", attention_on=False)[\"p\"][-1]`). Without attention, the last row "
         "knows only that it holds `␣the` at position 5; the earlier words, dog or cat, never reach it, "
         "so the model predicts what follows any \"the\"."))
@@ -239,7 +239,7 @@ def block_branches(text="the cat climbed the"):
     y_table = widgets.HTML()
     top = widgets.HTML()
     area = message_area()
-    tokens = [show(i) for i in encode(text)]
+    tokens = [token_name(i) for i in encode(text)]
     chart = live_chart("block-branches", np.zeros(len(TOKENS)),
                        f"p of the next token after the last row ({tokens[-1]})",
                        height=3.0, moving_title=False, ymax=0.6)
@@ -261,7 +261,7 @@ def block_branches(text="the cat climbed the"):
         p = r["p"][-1]
         best = int(np.argmax(p))
         chart.show(p, highlight=best)
-        top.value = f"most likely next: <b>{TOKENS[best]}</b> ({fmt(p[best])})"
+        top.value = f"most likely next: <b>{html.escape(token_name(best))}</b> ({fmt(p[best])})"
 
     on_change(attention, area, state, update)
     on_change(mlp_branch, area, state, update)

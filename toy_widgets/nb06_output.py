@@ -6,7 +6,7 @@ from matplotlib.patches import Patch
 
 from toy_model import PARAMS, VOCAB, cross_entropy, encode, entropy, run, softmax
 
-from .draw import GREY, SKY, TOKENS, fmt, freeze_layout
+from .draw import GREY, SKY, TOKENS, fmt, freeze_layout, token_name
 from .kit import builder_text
 from .kit import (BarChart, WidgetState, guarded, live_artists, live_chart, live_figure,
                   message_area, on_change, on_enter, panel, picked, plain, redraw, say, slider_move,
@@ -78,9 +78,9 @@ number_exercise(
                     "you used W_U's columns); look for a row with something on both d1 and d3."),
                    (0.5, "Add both parts: the d1 entry and the d3 entry of the row.")],
     solution=lambda: (
-        f"{fmt(_tied_z().max(), 1)}, for `{TOKENS[int(_tied_z().argmax())]}`: the logit of each token "
+        f"{fmt(_tied_z().max(), 1)}, for `{token_name(int(_tied_z().argmax()))}`: the logit of each token "
         "is \"d1 + d3\" of its row of E. The 12 logits: "
-        + ", ".join(f"{t} {fmt(z, 1)}" for t, z in zip(TOKENS, _tied_z(), strict=True)) + "."))
+        + ", ".join(f"{token_name(t)} {fmt(z, 1)}" for t, z in zip(TOKENS, _tied_z(), strict=True)) + "."))
 
 choice_exercise(
     "06.4", "With the same tied weights and h = [1, 0, 1, 0]: which token gets the highest logit?",
@@ -91,10 +91,10 @@ choice_exercise(
            "␣climb": "␣climb scores 1 (d3 only); another token also has something on d1.",
            "␣floor": "Add d1 and d3 of each row once more."},
     solution=lambda: (
-        f"`{TOKENS[int(_tied_z().argmax())]}`, whose embedding "
+        f"`{token_name(int(_tied_z().argmax()))}`, whose embedding "
         f"{[float(v) for v in PARAMS['wte'][int(_tied_z().argmax())]]} gives {fmt(_tied_z().max(), 1)}. "
         "With tied weights, a logit just measures how much h looks like each token's embedding. "
-        f"With the toy's own W_U, `{TOKENS[int((_H6 @ PARAMS['w_u']).argmax())]}` would have come first instead."))
+        f"With the toy's own W_U, `{token_name(int((_H6 @ PARAMS['w_u']).argmax()))}` would have come first instead."))
 
 def _tied_p():
     return softmax(_tied_z())
@@ -119,7 +119,7 @@ number_exercise(
                     "That is the toy's own W_U; with tied weights the logits are h · E[j].")],
     solution=lambda: (
         "Exponentiate all twelve logits and divide by their sum: "
-        + ", ".join(f"{t} {fmt(z, 1)} → {fmt(q)}" for t, z, q in zip(TOKENS, _tied_z(), _tied_p(), strict=True))
+        + ", ".join(f"{token_name(t)} {fmt(z, 1)} → {fmt(q)}" for t, z, q in zip(TOKENS, _tied_z(), _tied_p(), strict=True))
         + f". ␣floor leads, yet gets only {fmt(_tied_p()[_FLOOR])}: six other tokens score 1, half a "
         "unit behind, and together they take most of the mass."))
 
@@ -239,8 +239,8 @@ def p_summary(p, n_top=3):
                          f"(a list of {len(TOKENS)} probabilities), not an array of shape {p.shape}.")
     order = np.argsort(-p, kind="stable")[:n_top]
     first, rest = order[0], order[1:]
-    then = ", ".join(f"{TOKENS[j]} {fmt(p[j])}" for j in rest)
-    return (f"most likely: {TOKENS[first]} with p = {fmt(p[first])}"
+    then = ", ".join(f"{token_name(j)} {fmt(p[j])}" for j in rest)
+    return (f"most likely: {token_name(first)} with p = {fmt(p[first])}"
             + (f" (then {then})" if then else "") + f" · entropy of p: {fmt(entropy(p))} nats")
 
 
@@ -271,7 +271,7 @@ def logit_playground(text="the cat climbed the"):
         j = state.token
         p = softmax(state.z)
         chart.show(p, highlight=int(np.argmax(p)))
-        say(line, f"logit of {TOKENS[j]}: {fmt(state.z[j])} · " + p_summary(p))
+        say(line, f"logit of {token_name(j)}: {fmt(state.z[j])} · " + p_summary(p))
         state.set(slider, float(np.clip(state.z[j], slider.min, slider.max)))
 
     def set_logit(value):

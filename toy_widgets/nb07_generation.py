@@ -8,9 +8,9 @@ import numpy as np
 
 import toy_model as _model
 from toy_model import (EOT, N_CTX, VOCAB, check_ids, encode, entropy, forward, next_token_probs,
-                       sample, show)
+                       sample)
 
-from .draw import GREY, MONOSPACE, ORANGE, TOKENS, VERMILION, fmt
+from .draw import GREY, MONOSPACE, ORANGE, TOKENS, VERMILION, fmt, token_name
 from .kit import builder_text
 from .kit import (BarChart, WidgetState, guarded, live_artists, live_chart, message_area, on_change,
                   panel, plain, slider_move)
@@ -21,15 +21,10 @@ def _p07(temperature=1.0, **options):
     return next_token_probs(forward(encode(_TEXT))[-1], temperature, **options)
 
 
-def _said(token):
-    """A token as a sentence names it: the "." token in quotes, so that it does not read as
-    the sentence's own full stop."""
-    name = show(token)
-    return f'"{name}"' if name == "." else name
 
 
 def _t0_options():
-    top = TOKENS[int(np.argmax(_p07()))]
+    top = token_name(int(np.argmax(_p07())))
     return [f"all the probability on {top}: 1 there, 0 elsewhere", "1/12 for every token",
             "unchanged: temperature only matters when sampling", "the order of the tokens changes"]
 
@@ -46,7 +41,7 @@ choice_exercise(
         "the order of the tokens changes": "Dividing every logit by the same positive T keeps their order.",
         _t0_options()[0]: "Divide the logits by a tiny T and look again."},
     solution=lambda: (
-        f"All the mass goes to the largest logit, {TOKENS[int(np.argmax(_p07()))]}: dividing by a tiny "
+        f"All the mass goes to the largest logit, {token_name(int(np.argmax(_p07())))}: dividing by a tiny "
         "T makes the gap between it and every other token huge, so their e^(z/T) vanish next to its "
         f"(at T = 0.01 it gets {fmt(_p07(0.01).max())}). That is greedy, which is why temperature 0 "
         "means greedy."))
@@ -88,8 +83,8 @@ choice_exercise(
         "The same. Top-k = 1 keeps one token, the most likely, with p = 1 after renormalising, so "
         "every draw returns it. Temperature cannot change which token that is (it keeps the order), "
         "and the seed cannot either. With top-k = 1, T = 1.5 and seed 3, `tm.generate` adds "
-        f"{', '.join(_said(i) for i in _k1_runs()[0])}; greedy adds "
-        f"{', '.join(_said(i) for i in _k1_runs()[1])}."))
+        f"{', '.join(token_name(i) for i in _k1_runs()[0])}; greedy adds "
+        f"{', '.join(token_name(i) for i in _k1_runs()[1])}."))
 
 _ROOF, _WALL = VOCAB.index(" roof"), VOCAB.index(" wall")
 
@@ -120,7 +115,7 @@ def _greedy_dog():
 def _after(text, *tokens):
     """p of each named token after `text`, formatted: 'name (p)'."""
     p = next_token_probs(forward(encode(text))[-1])
-    return [f"{_said(t)} ({fmt(p[VOCAB.index(t)])})" for t in tokens]
+    return [f"{token_name(t)} ({fmt(p[VOCAB.index(t)])})" for t in tokens]
 
 
 def _dog_solution():
@@ -131,7 +126,7 @@ def _dog_solution():
     gap = wte[VOCAB.index(" dog")] - wte[VOCAB.index(" cat")]
     (dim,) = np.flatnonzero(gap)
     return (
-        f"{len(new)}: {', '.join(_said(i) for i in new)}. It stops because the model picked "
+        f"{len(new)}: {', '.join(token_name(i) for i in new)}. It stops because the model picked "
         f"<|endoftext|>, before the context was full ({n} + {len(new)} = {n + len(new)} of {N_CTX} "
         "places). The text goes wrong at the token after \"the dog climbed\": there greedy takes "
         f"{dog_climb}, just ahead of {dog_stop} and {dog_the}, the token the sentence needed. After "
@@ -312,7 +307,7 @@ def temperature_explorer(prompt="the cat climbed the"):
         chart.show(p)
         info.value = (f"T = {plain(state.T)}, k = {state.k}, p = {plain(state.p)}: kept "
                       f"<b>{int((p > 0).sum())}</b> of {n} tokens · most likely "
-                      f"<b>{show(top)}</b> with p = {fmt(p[top])} · entropy {fmt(entropy(p))} nats "
+                      f"<b>{html.escape(token_name(top))}</b> with p = {fmt(p[top])} · entropy {fmt(entropy(p))} nats "
                       f"(uniform: {fmt(np.log(n))})")
         with state.quiet():                     # every control shows the values applied
             for key, (slider, box) in controls.items():
@@ -456,10 +451,10 @@ def generation_stepper(prompt="the cat climbed the", temperature=1.0, seed=0):
         marker.xyann = (0, 18) if p[nxt] < 0.8 else (-32, -12)   # tall bar: beside its top
         marker.set_ha("center" if p[nxt] < 0.8 else "right")
         marker.set_visible(True)
-        chart.show(p, highlight=nxt, title=f"step {k}: {_said(nxt)} drawn from this distribution "
+        chart.show(p, highlight=nxt, title=f"step {k}: {token_name(nxt)} drawn from this distribution "
                                            f"(T = {plain(state.T)})")
         show_text(new=nxt)
-        status.value = f"Step {k}: drew <b>{html.escape(_said(nxt))}</b>, which had p = {fmt(p[nxt])}."
+        status.value = f"Step {k}: drew <b>{html.escape(token_name(nxt))}</b>, which had p = {fmt(p[nxt])}."
         if not finish_if_done(drawn=True):
             state.p = next_token_probs(forward(state.ids)[-1], state.T)   # drawn from next
 
