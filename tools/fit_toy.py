@@ -49,7 +49,7 @@ TOL = page.TOL
 PROMPT = [0, 2, 4, 5, 1]                        # the ␣cat ␣climb ed ␣the
 CONTEXT = PROMPT + [6, 10]                      # ... ␣roof . : greedy must go on to "." and eot
 NEXT = [2, 4, 5, 1, 6, 10, 11]                  # the token after each position
-W_U = tm.PARAMS["w_u"]
+W_U = np.array(tm.PARAMS["w_u"])               # a plain copy: the frozen one checks every use
 LN = dict(g=1.0, b=0.0)
 
 
@@ -60,28 +60,31 @@ def y5_errors(Y, dtype=np.float64):
     z = f @ W_U.astype(dtype)
     e = np.exp(z)
     s = e.sum(1, keepdims=True)
-    err = np.hstack([Y - Y5, Y.mean(1, keepdims=True) - MEAN, Y.sum(1, keepdims=True) - SUM,
-                     Y.std(1, keepdims=True) - STD, f - F5, z - Z5, e - E5, e / s - P5, s - SUM_E])
+    err = np.concatenate([Y - Y5, Y.mean(1, keepdims=True) - MEAN, Y.sum(1, keepdims=True) - SUM,
+                          Y.std(1, keepdims=True) - STD, f - F5, z - Z5, e - E5, e / s - P5,
+                          s - SUM_E], axis=1)
     return np.abs(err).max(1)
 
 
 def nelder_mead(fun, x0, step=2e-5, iters=3000):
-    """Minimise fun from x0 (the plain Nelder-Mead simplex method)."""
+    """Minimise from x0 (the plain Nelder-Mead simplex method). fun takes several points
+    (rows) at once and returns their values: the four trial points of a step (reflect,
+    expand, contract out, in) are scored in one call, then taken in that order."""
     pts = np.vstack([x0] + [x0 + step * np.eye(len(x0))[i] for i in range(len(x0))])
-    vals = np.array([fun(p) for p in pts])
+    vals = fun(pts)
+    moves = np.array([-1.0, -2.0, 0.5, -0.5])
     for _ in range(iters):
         order = np.argsort(vals)
         pts, vals = pts[order], vals[order]
         mid = pts[:-1].mean(0)
-        for t in (-1.0, -2.0, 0.5, -0.5):            # reflect, expand, contract out/in
-            trial = mid + t * (pts[-1] - mid)
-            v = fun(trial)
+        trials = mid + moves[:, None] * (pts[-1] - mid)
+        for t, trial, v in zip(moves, trials, fun(trials)):
             if v < vals[-2] or (t == -2.0 and v < vals[-1]):
                 pts[-1], vals[-1] = trial, v
                 break
         else:                                         # shrink towards the best point
             pts[1:] = pts[0] + 0.5 * (pts[1:] - pts[0])
-            vals[1:] = [fun(p) for p in pts[1:]]
+            vals[1:] = fun(pts[1:])
     return pts[np.argmin(vals)]
 
 
@@ -90,7 +93,7 @@ def centre_of_y5(rng):
     cand = Y5 + rng.uniform(-TOL, TOL, size=(400_000, 4))
     feasible = cand[y5_errors(cand) < TOL]
     worst = lambda y: y5_errors(y)[0]             # noqa: E731
-    polished = [nelder_mead(worst, y) for y in feasible[:10]]
+    polished = [nelder_mead(y5_errors, y) for y in feasible[:10]]
     return min(polished, key=worst)
 
 
@@ -122,9 +125,10 @@ def row_target(f0, token, p, lead=0.1):
         if not len(crossing):
             continue
         lo, hi = ts[crossing[0]], ts[crossing[0] + 1]
+        side = np.sign(gap(lo))                                  # lo keeps this side
         for _ in range(60):                                      # bisection
             mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if np.sign(gap(mid)) == np.sign(gap(lo)) else (lo, mid)
+            lo, hi = (mid, hi) if np.sign(gap(mid)) == side else (lo, mid)
         f = unit_direction(f0 + lo * d)
         z = f @ W_U
         if z[token] - np.delete(z, token).max() >= lead and (best is None or lo < best[0]):
