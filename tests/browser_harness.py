@@ -246,16 +246,31 @@ def running_chromium():
     """
     from playwright.sync_api import sync_playwright
 
+    port = free_port()
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
+            executable_path=str(CHROMIUM), headless=True,
+            # The DevTools port lets a second thread drive this same Chromium (devtools_url)
+            args=[*CHROMIUM_ARGS, f"--remote-debugging-port={port}"],
             # Playwright hides scrollbars in headless mode; a teacher's desktop browser
             # shows them, and they take their width from the notebook's column.
             ignore_default_args=["--hide-scrollbars"])
+        _DEVTOOLS[id(browser)] = f"http://127.0.0.1:{port}"
         try:
             yield browser
         finally:
+            _DEVTOOLS.pop(id(browser), None)
             browser.close()
+
+
+_DEVTOOLS: dict[int, str] = {}
+
+
+def devtools_url(browser) -> str:
+    """Where another thread's Playwright joins a Chromium of running_chromium
+    (`playwright.chromium.connect_over_cdp(url)`): Playwright's sync API serves only the
+    thread that started it, so each thread needs its own, over the same browser."""
+    return _DEVTOOLS[id(browser)]
 
 
 # JavaScript helpers, installed in every page before JupyterLab loads. They read the
@@ -264,12 +279,13 @@ _PAGE_HELPERS_JS = (Path(__file__).with_name("browser_page.js")).read_text(encod
 
 
 @contextlib.contextmanager
-def lab_page(browser, lab: LabServer, width: int = 1400, height: int = 1000):
+def lab_page(browser, lab: LabServer, width: int = 1400, height: int = 1000,
+             shut_down: bool = True):
     """A page in a fresh browser context (no cookies, no storage), with the helpers, in a
     window of width x height (a projector's 1366 x 768, say).
 
-    On exit the page goes, and so do all notebook sessions and kernels, so the next
-    notebook starts clean.
+    On exit the page goes, and (unless shut_down=False: another page still uses the lab)
+    so do all notebook sessions and kernels, so the next notebook starts clean.
     """
     context = browser.new_context(viewport={"width": width, "height": height})
     context.add_init_script(_PAGE_HELPERS_JS)
@@ -279,7 +295,8 @@ def lab_page(browser, lab: LabServer, width: int = 1400, height: int = 1000):
         yield page
     finally:
         context.close()
-        lab.shut_down_sessions()
+        if shut_down:
+            lab.shut_down_sessions()
 
 
 # --------------------------------------------------------------------------- notebooks
@@ -446,10 +463,13 @@ def save_notebook(page, path: str) -> None:
                              await panel.context.save(); }""", path)
 
 
-def lab_home(page, lab: LabServer) -> None:
+def lab_home(page, lab: LabServer, workspace: str | None = None) -> None:
     """Load JupyterLab in the page with an empty workspace (?reset: whatever a previous
-    page left open is gone); open_here then opens notebook after notebook in it."""
-    page.goto(f"{lab.url}/lab?reset&token={lab.token}")
+    page left open is gone); open_here then opens notebook after notebook in it. Pages
+    open at the same time each take a `workspace` of their own, so that neither saves
+    its tabs over the other's."""
+    where = f"/lab/workspaces/{workspace}" if workspace else "/lab"
+    page.goto(f"{lab.url}{where}?reset&token={lab.token}")
     page.wait_for_function("() => window.jupyterapp !== undefined")
     page.evaluate("() => window.jupyterapp.restored")
 

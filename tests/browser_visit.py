@@ -253,11 +253,13 @@ def _widget_output_nodes(page, path: str) -> list[dict]:
         }""", path)
 
 
-def first_open_all(lab, page, notebooks: list[Path]) -> dict[str, dict[str, list[str]]]:
+def first_open_all(lab, page, notebooks: list[Path],
+                   close: bool = False) -> dict[str, dict[str, list[str]]]:
     """Open a fresh copy of every notebook, each in its tab, nothing run; check what each
     shows; leave them all open through two autosave intervals; then compare the files on
     disk with the copies. Returns, per notebook name, findings by kind: shown, note,
-    empty, modified. The notebooks stay open, each with its kernel, for visit_notebook."""
+    empty, modified. The notebooks stay open, each with its kernel, for visit_notebook;
+    with close=True, their tabs are closed (nothing saved), and their kernels go on."""
     found = {nb.name: {"shown": [], "note": [], "empty": [], "modified": []} for nb in notebooks}
     copied = {}
     for notebook in notebooks:       # the repository's file may change meanwhile: keep the bytes
@@ -308,8 +310,12 @@ def first_open_all(lab, page, notebooks: list[Path]) -> dict[str, dict[str, list
                 found[notebook.name]["modified"].append(
                     f"the file on disk changed while it was only open (autosave every "
                     f"{AUTOSAVE_INTERVAL} s)")
+        if close:
+            for notebook in notebooks:
+                close_tab(page, notebook_path(notebook), "Discard")
     except Exception:
-        lab.shut_down_sessions()
+        for notebook in notebooks:     # only these: another page may be using the lab
+            lab.shut_down_sessions(notebook_path(notebook))
         raise
     return found
 

@@ -1,8 +1,9 @@
 """Every notebook as a class meets it, in JupyterLab in a real browser (Debian's Chromium).
 
 One JupyterLab and one Chromium serve the whole run (tests/conftest.py), and each
-notebook is run once in it. First every notebook is opened as a fresh clone shows it,
-nothing run, all at once: each widget output shows its stored picture (or HTML form)
+notebook is run once in it, in one of two pages that work at the same time
+(tests/browser_tabs.py: a visit is half waiting). First every notebook is opened as a
+fresh clone shows it, nothing run, half of them in each page, all at once: each widget output shows its stored picture (or HTML form)
 with a visible line saying how to make it live, never the widget's raw text or an
 error; no stored plot is empty; and opening changes nothing: no notebook is marked
 modified, and after an autosave (every AUTOSAVE_INTERVAL s here) the files on disk are
@@ -31,10 +32,7 @@ import numpy as np
 import pytest
 
 import toy_model as tm
-from browser_harness import (
-    lab_home,
-    lab_page,
-)
+from browser_tabs import Tabs
 from browser_widgets import (
     CANVAS_CHANGES,
     MARKUP_CHANGES,
@@ -245,38 +243,58 @@ def order_for(notebook: Path) -> str:
                         if notebook in COURSE_NOTEBOOKS else ORDERS[0])
 
 
+def _cost(notebook: Path) -> int:
+    """Roughly how long a visit takes, in widget actions: the longest go first."""
+    return len(INTERACTIONS.get(notebook.name, [])) + 3 * len(FRAMES.get(notebook.name, []))
+
+
 @pytest.fixture(scope="module")
-def page(lab, browser):
-    """One JupyterLab page at a projector's size for the module: notebooks open and close
-    in it, as in a teacher's browser tab."""
-    with lab_page(browser, lab, *PROJECTOR) as tab:
-        lab_home(tab, lab)
-        yield tab
+def tabs(lab, browser, request) -> Tabs:
+    """The module's browser work, shared by two pages at once (tests/browser_tabs.py).
+    Each page first opens half of the course notebooks fresh, nothing run, all at once,
+    looks at them and closes their tabs (their kernels go on running); then the two take
+    the visits the selected tests ask for from one queue, the longest first. A notebook
+    is opened fresh and visited once, whichever test asks first."""
+    visits = {item.callspec.params["visit"] for item in request.session.items
+              if getattr(item, "module", None) is request.module and "visit" in getattr(item, "callspec", _NONE).params}
+    halves = [COURSE_NOTEBOOKS[0::2], COURSE_NOTEBOOKS[1::2]]
+    own = [[(f"fresh {i}", lambda page, half=half: first_open_all(lab, page, half, close=True))]
+           for i, half in enumerate(halves)]
+    own[0].insert(0, ("comms", lambda page: page.evaluate(
+        "() => window.jupyterapp.serviceManager.kernels.commsOverSubshells")))
+    shared = [(f"visit {nb.name}", lambda page, nb=nb: visit_notebook(
+                  lab, page, nb, INTERACTIONS.get(nb.name, []), FRAMES.get(nb.name, []), order_for(nb)))
+              for nb in sorted(ALL, key=_cost, reverse=True) if nb in visits]
+    tabs = Tabs(browser, lab, PROJECTOR, own, shared)
+    tabs.half_of = {nb.name: f"fresh {i}" for i, half in enumerate(halves) for nb in half}
+    yield tabs
+    tabs.close()
 
 
-# What the steps found, kept for the module's tests: each notebook is opened fresh and
-# visited once, whichever test asks first (pytest's fixture cache would run a module-scoped
-# fixture again for tests parametrized over different lists).
-_FOUND: dict = {}
+class _NONE:
+    params: dict = {}
+
+
+class _Fresh:
+    """What opening each notebook fresh found, by notebook name, as soon as its half is done."""
+
+    def __init__(self, tabs: Tabs):
+        self.tabs = tabs
+
+    def __getitem__(self, name: str) -> dict[str, list[str]]:
+        return self.tabs.result(self.tabs.half_of[name])[name]
 
 
 @pytest.fixture
-def fresh(lab, page) -> dict:
-    """Every course notebook opened at once as a fresh clone shows it (nothing run)."""
-    if "fresh" not in _FOUND:
-        _FOUND["fresh"] = first_open_all(lab, page, COURSE_NOTEBOOKS)
-    return _FOUND["fresh"]
+def fresh(tabs) -> _Fresh:
+    """Every course notebook opened as a fresh clone shows it (nothing run)."""
+    return _Fresh(tabs)
 
 
 @pytest.fixture
-def visit(request, lab, page, fresh) -> Visit:
-    """One notebook run through, as the module docstring says; what each step found.
-    (A course notebook is still open from `fresh`, its kernel started: it goes on there.)"""
-    notebook = request.param
-    if notebook not in _FOUND:
-        _FOUND[notebook] = visit_notebook(lab, page, notebook, INTERACTIONS.get(notebook.name, []),
-                                          FRAMES.get(notebook.name, []), order_for(notebook))
-    return _FOUND[notebook]
+def visit(request, tabs) -> Visit:
+    """One notebook run through, as the module docstring says; what each step found."""
+    return tabs.result(f"visit {request.param.name}")
 
 
 def _ids(path):
@@ -294,12 +312,12 @@ def _assert_none(found: list[str], what: str):
 
 
 @pytest.mark.browser
-def test_widget_messages_are_handled_in_the_kernels_main_thread(page):
+def test_widget_messages_are_handled_in_the_kernels_main_thread(tabs):
     """JupyterLab can send widget messages to a kernel subshell, a second thread that
     runs them while a cell runs in the first. Matplotlib is not thread-safe: two figures
     drawn at once can fail inside FreeType ("raster overflow"). The course's settings
     (tools/lab_settings) turn that off; this reads what the page really uses."""
-    mode = page.evaluate("() => window.jupyterapp.serviceManager.kernels.commsOverSubshells")
+    mode = tabs.result("comms")
     assert mode == "disabled", f"widget messages go to kernel subshells ({mode!r})"
 
 
