@@ -61,11 +61,50 @@ def _group(item) -> str | None:
     return None
 
 
+def pytest_configure(config):
+    from nbval_recording import NAME, Recorder
+    config.pluginmanager.register(Recorder(), NAME)
+
+
+FRESH_RUN = "test_a_fresh_run_stores_the_same_file"
+
+
+def _fresh_run_of(item) -> str | None:
+    """For a fresh-run test, the name of its notebook (else None)."""
+    if getattr(item, "originalname", None) == FRESH_RUN and hasattr(item, "callspec"):
+        return Path(item.callspec.params["path"]).stem
+    return None
+
+
+def _notebook_of(item) -> str | None:
+    """For an nbval cell, the name of its notebook (else None)."""
+    path = Path(str(item.fspath))
+    return path.stem if path.suffix == ".ipynb" else None
+
+
+def _after_its_notebook(items) -> list:
+    """The items, each fresh-run test moved to just after the nbval cells of its notebook
+    (it reads what nbval's run of them said: tests/nbval_recording.py)."""
+    last_cell = {_notebook_of(item): item for item in items if _notebook_of(item)}
+    moved = {item: _fresh_run_of(item) for item in items if _fresh_run_of(item) in last_cell}
+    ordered = []
+    for item in items:
+        if item not in moved:
+            ordered.append(item)
+        if last_cell.get(_notebook_of(item)) is item:
+            ordered += [fresh for fresh, name in moved.items() if name == _notebook_of(item)]
+    return ordered
+
+
 def pytest_collection_modifyitems(config, items):
+    items[:] = _after_its_notebook(items)
+    run_by_nbval = {_notebook_of(item) for item in items} - {None}
     groups = {}
     for item in items:
         mark = item.get_closest_marker("xdist_group")
         groups[item] = mark.args[0] if mark and mark.args else _group(item)
+        if _fresh_run_of(item) in run_by_nbval:
+            groups[item] = f"nbval-{_fresh_run_of(item)}"   # the worker that ran its cells
     if hasattr(config, "workerinput") and config.getvalue("loadgroup"):
         for item in items:
             if groups[item]:

@@ -34,6 +34,12 @@ def executed(path: Path) -> str:
     notebook = nbformat.read(path, as_version=4)
     NotebookClient(notebook, timeout=600, kernel_name="python3", record_timing=False,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
+    return as_stored(notebook, path.stem)
+
+
+def as_stored(notebook, name: str) -> str:
+    """A notebook that nbclient has run (or has been told what a run said), as the text to
+    store for the notebook called `name`."""
     for cell in notebook.cells:
         cell.metadata.pop("execution", None)   # timing left by an older run
         if cell.cell_type == "code":
@@ -42,7 +48,7 @@ def executed(path: Path) -> str:
         if model.get("model_name") == "OutputModel":
             model["state"]["outputs"] = joined_streams(
                 nbformat.from_dict(model["state"].get("outputs", [])))
-    return stable_widget_ids(nbformat.writes(notebook), path.stem)
+    return stable_widget_ids(nbformat.writes(notebook), name)
 
 
 def joined_streams(outputs: list) -> list:
