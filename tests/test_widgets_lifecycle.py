@@ -108,7 +108,8 @@ def rebuilt():
     """Every builder rebuilt in one cell of a fresh process (benchmarks/rebuild_memory.py):
     [widgets, figures, artists] alive after each of 3 rebuilds that follow a first build.
     A process of its own, because a full garbage collection is needed per rebuild and
-    costs little in a small heap (here, with every other test's objects, 10 times more)."""
+    costs little in a small heap (here, with every other test's objects, 10 times more).
+    Its memory is read from /proc (--rss), not traced: tracing triples the time."""
     out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "rebuild_memory.py"),
                           "--rebuilds", "3", "--warmup", "1", "--settle", "0", "--rss",
                           "--counts", "--json"],
