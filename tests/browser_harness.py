@@ -314,6 +314,19 @@ def _poll(check: Callable[[], object], timeout: float, what: str, interval: floa
         time.sleep(interval)
 
 
+def wait_in_page(page, predicate: str, arg, timeout: float, what: str, every_ms: int = 50):
+    """Wait until the JavaScript `predicate` (a function of `arg`) returns something
+    truthy, asked in the page every `every_ms`; return that, or raise TimeoutError. Cheaper
+    than _poll for a frequent question: each page.evaluate from Python costs the page
+    about 5 ms of CPU, however small the question, and a run asks thousands."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    try:
+        return page.wait_for_function(predicate, arg=arg, polling=every_ms,  # (0 ms: no limit)
+                                      timeout=max(timeout * 1000, 1)).json_value()
+    except PlaywrightTimeout:
+        raise TimeoutError(f"waited {timeout:g} s for {what}") from None
+
+
 def _state(page, path: str) -> dict:
     return page.evaluate("(path) => window.__harness.state(path)", path)
 
@@ -353,25 +366,29 @@ def run_all(page, path: str, timeout: float = 120) -> None:
            }""",
         path)
 
-    def finished():
-        state = _state(page, path)
-        return state["kernel"] == "idle" and (state["unrun"] == 0 or state["stoppedByError"])
-
+    finished = """(path) => { const s = window.__harness.state(path);
+                              return s.kernel === 'idle' && (s.unrun === 0 || s.stoppedByError); }"""
     # The kernel is idle for a moment between two queued cells: ask for two calm readings.
-    _poll(lambda: finished() and (time.sleep(0.3) or finished()), timeout, f"Run All of {path}")
+    deadline = time.monotonic() + timeout
+    while True:
+        wait_in_page(page, finished, path, max(0.0, deadline - time.monotonic()),
+                     f"Run All of {path}", every_ms=250)
+        time.sleep(0.3)
+        if page.evaluate(finished, path):
+            return
 
 
 def notebook_problems(page, path: str) -> list[str]:
     """Cells that did not run, error outputs, and widgets that failed or never rendered."""
     try:
-        _poll(lambda: not page.evaluate("() => window.__harness.widgetsStillLoading()"),
-              WIDGET_RENDER_TIMEOUT, "widgets to render")
+        wait_in_page(page, "() => !window.__harness.widgetsStillLoading()", None,
+                     WIDGET_RENDER_TIMEOUT, "widgets to render", every_ms=250)
     except TimeoutError:
         pass  # reported below, cell by cell
     problems = page.evaluate("(path) => window.__harness.problems(path)", path)
     try:
-        _poll(lambda: page.evaluate("(path) => window.__harness.quietFor(path)", path) >= QUIET_MS,
-              WIDGET_RENDER_TIMEOUT, "the kernel to rest")
+        wait_in_page(page, "([path, ms]) => window.__harness.quietFor(path) >= ms", [path, QUIET_MS],
+                     WIDGET_RENDER_TIMEOUT, "the kernel to rest", every_ms=100)
     except TimeoutError:
         problems.append(f"the kernel never rested for {QUIET_MS / 1000:g} s in the "
                         f"{WIDGET_RENDER_TIMEOUT} s after Run All: a figure drawn again and again?")

@@ -35,9 +35,16 @@ window.__harness = {
       codeCells: cells.length,
       unrun: cells.filter(c => c.model.executionCount === null).length,
       // A cell error stops Run All: the cells after it never get a count.
-      stoppedByError: cells.some(c => !this.allowsErrors(c) &&
-          c.model.outputs.toJSON().some(o => o.output_type === 'error')),
+      stoppedByError: cells.some(c => !this.allowsErrors(c) && this.hasError(c.model.outputs)),
     };
+  },
+  // Read each output's type from the model: asked many times a second while a test waits,
+  // so no output (pictures and all) is copied out with toJSON.
+  hasError(outputs) {
+    for (let i = 0; i < outputs.length; i++) {
+      if (outputs.get(i).type === 'error') return true;
+    }
+    return false;
   },
 
   // Everything that looks broken on the page, as sentences naming the cell.
@@ -73,8 +80,9 @@ window.__harness = {
   },
 
   widgetsStillLoading() {
+    // textContent, not innerText: asked many times a second, it must not lay the page out
     return [...document.querySelectorAll('.jp-OutputArea-output')]
-        .some(n => n.innerText.includes('Loading widget...'));
+        .some(n => n.textContent.includes('Loading widget...'));
   },
 
   // When the kernel of `path` last sent or was sent a message (performance.now(), ms).
@@ -140,12 +148,48 @@ window.__harness = {
     for (const c of canvases) { c.__frames = []; c.__last = c.toDataURL(); }
     return canvases.length;
   },
+  // Frames recorded, and none newer than `ms` ago.
+  framesSince(root, ms) {
+    let n = 0, last = 0;
+    for (const c of root.querySelectorAll('canvas')) {
+      if (c.__frames) { n += c.__frames.length; last = Math.max(last, c.__frameAt || 0); }
+    }
+    return n > 0 && performance.now() - last >= ms;
+  },
   takeFrames(root) {
     const frames = [];
     for (const c of root.querySelectorAll('canvas')) {
       if (c.__frames) { frames.push(...c.__frames); c.__frames = []; }
     }
     return frames;
+  },
+  // The widget's canvases as PNG data URLs, joined: equal text, equal pixels.
+  canvasPixels(root) {
+    root.__pixelsAt = {draws: this.draws(root), time: performance.now()};
+    return [...root.querySelectorAll('canvas')].map(c => c.toDataURL()).join('|');
+  },
+  draws(root) {
+    let n = 0;
+    for (const c of root.querySelectorAll('canvas')) n += c.__draws || 0;
+    return n;
+  },
+  // Has the widget changed since it showed `text` and `snap` (its canvasPixels for
+  // 'canvas-changes', its htmlMarkup for 'markup-changes', else its text)? Returns false,
+  // or what it shows now: [text, snap]. A canvas is encoded again only once something
+  // was drawn on it (or a second went by): PNG-encoding every 50 ms would cost more than
+  // the widget's own work.
+  changedSince(root, kind, text, snap) {
+    const nowText = this.visibleText(root);
+    let nowSnap = snap;
+    if (kind === 'canvas-changes') {
+      const at = root.__pixelsAt || {draws: -1, time: 0};
+      if (this.draws(root) !== at.draws || performance.now() - at.time > 1000) {
+        nowSnap = this.canvasPixels(root);
+      }
+    } else {
+      nowSnap = kind === 'markup-changes' ? this.htmlMarkup(root) : nowText;
+    }
+    return nowText !== text || nowSnap !== snap ? [nowText, nowSnap] : false;
   },
   stopFrames(root) {
     for (const c of root.querySelectorAll('canvas')) delete c.__frames;
@@ -238,10 +282,11 @@ window.__harness = {
   const draw = CanvasRenderingContext2D.prototype.drawImage;
   CanvasRenderingContext2D.prototype.drawImage = function (...args) {
     const result = draw.apply(this, args);
+    if (this.canvas) this.canvas.__draws = (this.canvas.__draws || 0) + 1;
     const frames = this.canvas && this.canvas.__frames;
     if (frames) {
       const url = this.canvas.toDataURL();
-      if (this.canvas.__last !== url) frames.push(url);
+      if (this.canvas.__last !== url) { frames.push(url); this.canvas.__frameAt = performance.now(); }
       this.canvas.__last = url;
     }
     return result;

@@ -30,6 +30,7 @@ from browser_harness import (
     open_here,
     run_all,
     save_notebook,
+    wait_in_page,
     watch_kernel_errors,
 )
 from browser_widgets import (
@@ -66,12 +67,6 @@ PRESS_QUIET_MS = 250  # the kernel idle, and no message for this long: a press i
 STILL_MS = 1000  # a plot left alone: the kernel at rest this long, whatever it drew is in
 
 
-def kernel_rests(page, path: str, ms: float) -> bool:
-    """The kernel is idle and has exchanged no message for `ms` (see watchTraffic)."""
-    return page.evaluate("([path, ms]) => window.__harness.state(path).kernel === 'idle' && "
-                         "window.__harness.quietFor(path) >= ms", [path, ms])
-
-
 def frames_of_presses(page, path: str, root, keys: list[str], nth: int = 0) -> list[dict]:
     """Press each key in turn on the nth slider of the widget, waiting after each until its
     plot has drawn and is still; return, per press, the distinct frames the page drew
@@ -82,29 +77,24 @@ def frames_of_presses(page, path: str, root, keys: list[str], nth: int = 0) -> l
     handle = root.locator(".noUi-handle, input[type=range]").nth(nth)
     presses = []
     try:
+        element = root.element_handle()
         for key in keys:
             handle.press(key)
-            frames: list[str] = []
-
-            def drawn_and_still():
-                new = root.evaluate("(el) => window.__harness.takeFrames(el)")
-                frames.extend(new)
-                return frames and not new and kernel_rests(page, path, PRESS_QUIET_MS)
-
-            _poll(drawn_and_still, INTERACTION_TIMEOUT, f"the plot to draw after {key}",
-                  interval=0.05)
+            # drawn (a frame came), and still: no new frame for 50 ms, the kernel at rest
+            wait_in_page(page, """([el, path, ms]) => { const h = window.__harness;
+                                     return h.framesSince(el, 50) && h.state(path).kernel === 'idle'
+                                            && h.quietFor(path) >= ms; }""",
+                         [element, path, PRESS_QUIET_MS], INTERACTION_TIMEOUT,
+                         f"the plot to draw after {key}")
+            frames = root.evaluate("(el) => window.__harness.takeFrames(el)")
             presses.append({"key": key, "frames": frames, "text": visible_text(root)})
         # Then the plot is left alone: until the kernel has rested a while, whatever it
         # draws is collected; a plot that keeps drawing fails Run All already.
-        later: list[str] = []
-
-        def at_rest():
-            later.extend(root.evaluate("(el) => window.__harness.takeFrames(el)"))
-            return kernel_rests(page, path, STILL_MS)
-
-        _poll(at_rest, INTERACTION_TIMEOUT, "the kernel to rest after the last press", interval=0.1)
-        later.extend(root.evaluate("(el) => window.__harness.takeFrames(el)"))
-        presses[-1]["later"] = later
+        wait_in_page(page, """([path, ms]) => window.__harness.state(path).kernel === 'idle' &&
+                                              window.__harness.quietFor(path) >= ms""",
+                     [path, STILL_MS], INTERACTION_TIMEOUT, "the kernel to rest after the last press",
+                     every_ms=100)
+        presses[-1]["later"] = root.evaluate("(el) => window.__harness.takeFrames(el)")
     finally:
         root.evaluate("(el) => window.__harness.stopFrames(el)")
     return presses
@@ -300,9 +290,12 @@ def first_open_all(lab, page, notebooks: list[Path],
         # Two autosave intervals with every notebook open: a notebook marked modified
         # meanwhile is written to disk by then.
         deadline = time.monotonic() + 2 * AUTOSAVE_INTERVAL + 1
+        paths = [notebook_path(notebook) for notebook in notebooks]
         while time.monotonic() < deadline:
-            for notebook in notebooks:
-                if not found[notebook.name]["modified"] and is_dirty(page, notebook_path(notebook)):
+            dirty = page.evaluate("(paths) => paths.map(p => window.__harness.panel(p).context.model.dirty)",
+                                  paths)
+            for notebook, marked in zip(notebooks, dirty):
+                if marked and not found[notebook.name]["modified"]:
                     found[notebook.name]["modified"].append("marked modified (●) while only open")
             time.sleep(0.5)
         for notebook in notebooks:

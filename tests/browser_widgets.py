@@ -10,11 +10,13 @@ two widgets with the same kind of control do not get in each other's way.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from browser_harness import ACTION_TIMEOUT, INTERACTION_TIMEOUT, PAGE_TIMEOUT, _poll, kernel_errors
+from browser_harness import (ACTION_TIMEOUT, INTERACTION_TIMEOUT, PAGE_TIMEOUT, kernel_errors,
+                             wait_in_page)
 
 
 @dataclass(frozen=True)
@@ -90,11 +92,10 @@ SETTLE_MS = 200  # after a widget showed what it must, it must still show it onc
 def settled(page) -> None:
     """Wait until the kernel of the notebook being visited is idle and quiet: what the
     page shows then is final (a late echo of a control's value would have come by now)."""
-    _poll(lambda: page.evaluate(
-        """(ms) => { const h = window.__harness, path = h.visiting;
-                   return h.state(path).kernel === 'idle' && h.quietFor(path) >= ms; }""",
-        SETTLE_MS), INTERACTION_TIMEOUT, "the kernel to answer everything", interval=0.05)
-              # (the browser sends a slider's value back rounded to its step a moment later)
+    wait_in_page(page, """(ms) => { const h = window.__harness, path = h.visiting;
+                                 return h.state(path).kernel === 'idle' && h.quietFor(path) >= ms; }""",
+                 SETTLE_MS, INTERACTION_TIMEOUT, "the kernel to answer everything")
+                 # (the browser sends a slider's value back rounded to its step a moment later)
 
 
 def look() -> "Action":
@@ -155,8 +156,7 @@ def widget_root(page, name: str):
 def canvas_pixels(root) -> str:
     """The widget's canvases as PNG data URLs, joined: equal text, equal pixels. (Read in
     the page: a Playwright screenshot of each canvas, at every poll, costs ten times more.)"""
-    pixels = root.evaluate(
-        "(el) => [...el.querySelectorAll('canvas')].map(c => c.toDataURL()).join('|')")
+    pixels = root.evaluate("(el) => window.__harness.canvasPixels(el)")
     if not pixels:
         raise AssertionError("the widget has no <canvas> (is the notebook using %matplotlib widget?)")
     return pixels
@@ -209,12 +209,19 @@ def _perform(page, interaction: Interaction, shots_prefix: Path) -> None:
     finally:
         page.set_default_timeout(PAGE_TIMEOUT * 1000)
 
-    def changed():
-        shows = not interaction.missing(visible_text(root))
-        return shows and (interaction.expect == TEXT_SHOWS or snapshot(root) != before)
+    def changed(text, snap):
+        shows = not interaction.missing(text)
+        return shows and (interaction.expect == TEXT_SHOWS or snap != before)
 
     try:
-        _poll(changed, INTERACTION_TIMEOUT, str(interaction), interval=0.1)
+        # Python decides; the page only says when the widget shows something new.
+        deadline = time.monotonic() + INTERACTION_TIMEOUT
+        text, snap = visible_text(root), snapshot(root)
+        while not changed(text, snap):
+            text, snap = wait_in_page(
+                page, "([el, kind, text, snap]) => window.__harness.changedSince(el, kind, text, snap)",
+                [root.element_handle(), interaction.expect, text, snap],
+                max(0.0, deadline - time.monotonic()), str(interaction))
         if interaction.wanted:              # and it stays so: no late echo undoes it
             settled(page)
             missing = interaction.missing(visible_text(root))
