@@ -80,6 +80,9 @@ QUIET_MS = 1000  # a notebook whose cells have run exchanges no kernel message f
 INTERACTION_TIMEOUT = 10  # s; from an action on a widget to the change it must cause
 ACTION_TIMEOUT = 5  # s; for Playwright to find the control an action uses
 PAGE_TIMEOUT = 30  # s; Playwright's default for anything else on the page
+# Screenshots of what failed go to tests/screenshots/; with COURSE_SCREENSHOTS=1, of every
+# step, to look at (each costs the page as much as the step it shows).
+EVERY_SCREENSHOT = os.environ.get("COURSE_SCREENSHOTS") == "1"
 
 
 # --------------------------------------------------------------------------- availability

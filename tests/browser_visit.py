@@ -23,6 +23,7 @@ from browser_harness import (
     _poll,
     _state,
     AUTOSAVE_INTERVAL,
+    EVERY_SCREENSHOT,
     REPO_ROOT,
     canvas_is_drawn,
     first_open_report,
@@ -286,7 +287,8 @@ def first_open_all(lab, page, notebooks: list[Path],
             print(f"{notebook.name}: opened and looked at in {time.monotonic() - start:.1f} s")
         shots = SCREENSHOTS / "opened-fresh"
         shots.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=shots / "last-opened.png")
+        if EVERY_SCREENSHOT or any(any(kinds.values()) for kinds in found.values()):
+            page.screenshot(path=shots / "last-opened.png")
         # Two autosave intervals with every notebook open: a notebook marked modified
         # meanwhile is written to disk by then.
         deadline = time.monotonic() + 2 * AUTOSAVE_INTERVAL + 1
@@ -350,7 +352,8 @@ def _fits_and_text(page, path: str, shots: Path) -> tuple[list[str], list[str]]:
     text += [f"{t['name']}: {t['px']:g} px text ({t['text']!r}) at 100 %"
              for t in plain.values() if t["px"] < MIN_TEXT_PX]
     _show_widest_plot(page)
-    page.screenshot(path=shots / "page-100.png")
+    if EVERY_SCREENSHOT or fit or text:
+        page.screenshot(path=shots / "page-100.png")
 
     presentation_mode(page, True)
     try:
@@ -361,7 +364,8 @@ def _fits_and_text(page, path: str, shots: Path) -> tuple[list[str], list[str]]:
                 text.append(f"{t['name']}: {t['px']:g} px text ({t['text']!r}) in Presentation "
                             f"Mode, no larger than at 100 % ({before['px']:g} px)")
         _show_widest_plot(page)
-        page.screenshot(path=shots / "page-presentation.png")
+        if EVERY_SCREENSHOT or fit or text:
+            page.screenshot(path=shots / "page-presentation.png")
     finally:
         presentation_mode(page, False)
 
@@ -371,7 +375,8 @@ def _fits_and_text(page, path: str, shots: Path) -> tuple[list[str], list[str]]:
         text += [f"{t['name']}: {t['shown']:g} px on screen ({t['text']!r}) at {ZOOM:.0%} zoom"
                  for t in text_sizes(page, path) if t["shown"] < MIN_TEXT_PX * ZOOM - 0.01]
         _show_widest_plot(page)
-        zoomed_screenshot(session, shots / "page-zoom.png")
+        if EVERY_SCREENSHOT or fit or text:
+            zoomed_screenshot(session, shots / "page-zoom.png")
     finally:
         browser_zoom(page, 1.0, *PROJECTOR)
     return fit, text
@@ -447,7 +452,8 @@ def _end_and_reopen(page, lab, path: str, order: str, shots: Path) -> list[str]:
         if not any(canvas_is_drawn(canvases.nth(k)) for k in range(canvases.count())):
             found.append(f"plot {i + 1} came back blank")
     _show_widest_plot(page)
-    page.screenshot(path=shots / "reopened.png")
+    if EVERY_SCREENSHOT or found:
+        page.screenshot(path=shots / "reopened.png")
     return found
 
 

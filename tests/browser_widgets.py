@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from browser_harness import (ACTION_TIMEOUT, INTERACTION_TIMEOUT, PAGE_TIMEOUT, kernel_errors,
-                             wait_in_page)
+from browser_harness import (ACTION_TIMEOUT, EVERY_SCREENSHOT, INTERACTION_TIMEOUT, PAGE_TIMEOUT,
+                             kernel_errors, wait_in_page)
 
 
 @dataclass(frozen=True)
@@ -177,7 +177,8 @@ class InteractionFailed(Exception):
 def perform(page, interaction: Interaction, shots_prefix: Path) -> list[str]:
     """Do one interaction; return what went wrong (empty if all is well).
 
-    A screenshot of the widget afterwards goes to <shots_prefix>.png.
+    A screenshot of the widget afterwards goes to <shots_prefix>.png, if it failed (or
+    with COURSE_SCREENSHOTS=1).
     A failure is reported, not raised, so that the notebook's other interactions still run.
     """
     problems = []
@@ -213,6 +214,7 @@ def _perform(page, interaction: Interaction, shots_prefix: Path) -> None:
         shows = not interaction.missing(text)
         return shows and (interaction.expect == TEXT_SHOWS or snap != before)
 
+    shown = False
     try:
         # Python decides; the page only says when the widget shows something new.
         deadline = time.monotonic() + INTERACTION_TIMEOUT
@@ -229,6 +231,7 @@ def _perform(page, interaction: Interaction, shots_prefix: Path) -> None:
                 raise InteractionFailed(f"showed {missing[0]!r}, then no longer, once the "
                                         f"kernel had answered everything; widget text now: "
                                         f"{visible_text(root)[:400]!r}")
+        shown = True
     except TimeoutError:
         text = visible_text(root)
         missing = interaction.missing(text)
@@ -236,7 +239,8 @@ def _perform(page, interaction: Interaction, shots_prefix: Path) -> None:
         raise InteractionFailed(f"{what} within {INTERACTION_TIMEOUT} s; "
                                 f"widget text now: {text[:400]!r}") from None
     finally:
-        root.screenshot(path=f"{shots_prefix}.png")
+        if EVERY_SCREENSHOT or not shown:
+            root.screenshot(path=f"{shots_prefix}.png")
 
 
 def safe_name(text: str) -> str:

@@ -22,7 +22,8 @@ the same bytes. Then each notebook in turn (tests/browser_visit.py does the step
   reopening: every widget output shows the widget, its saved state or its picture, never
   "Error displaying widget" or "model not found"; and a plot that came back is drawn.
 
-Screenshots go to tests/screenshots/ (not committed). Needs /usr/bin/chromium: without it
+Screenshots of what failed go to tests/screenshots/ (not committed); of every step with
+COURSE_SCREENSHOTS=1. Needs /usr/bin/chromium: without it
 the browser tests are skipped, except with CI=true, where they fail.
 """
 
