@@ -27,6 +27,7 @@ COURSE_SCREENSHOTS=1. Needs /usr/bin/chromium: without it
 the browser tests are skipped, except with CI=true, where they fail.
 """
 
+import contextlib
 from pathlib import Path
 
 import numpy as np
@@ -254,8 +255,9 @@ def tabs(lab, browser, request) -> Tabs:
     """The module's browser work, shared by two pages at once (tests/browser_tabs.py).
     Each page first opens half of the course notebooks fresh, nothing run, all at once,
     looks at them and closes their tabs (their kernels go on running); then the two take
-    the visits the selected tests ask for from one queue, the longest first. A notebook
-    is opened fresh and visited once, whichever test asks first."""
+    the visits the selected tests ask for from one queue, the longest first, each once its
+    notebook's first opening is over (two pages must never have one notebook open). A
+    notebook is opened fresh and visited once, whichever test asks first."""
     visits = {item.callspec.params["visit"] for item in request.session.items
               if getattr(item, "module", None) is request.module and "visit" in getattr(item, "callspec", _NONE).params}
     halves = [COURSE_NOTEBOOKS[0::2], COURSE_NOTEBOOKS[1::2]]
@@ -263,11 +265,19 @@ def tabs(lab, browser, request) -> Tabs:
            for i, half in enumerate(halves)]
     own[0].insert(0, ("comms", lambda page: page.evaluate(
         "() => window.jupyterapp.serviceManager.kernels.commsOverSubshells")))
-    shared = [(f"visit {nb.name}", lambda page, nb=nb: visit_notebook(
-                  lab, page, nb, INTERACTIONS.get(nb.name, []), FRAMES.get(nb.name, []), order_for(nb)))
+    half_of = {nb.name: f"fresh {i}" for i, half in enumerate(halves) for nb in half}
+
+    def visit(page, nb: Path) -> Visit:
+        if nb.name in half_of:          # its first opening, maybe in the other page, is over
+            with contextlib.suppress(Exception):
+                tabs.result(half_of[nb.name])
+        return visit_notebook(lab, page, nb, INTERACTIONS.get(nb.name, []), FRAMES.get(nb.name, []),
+                              order_for(nb))
+
+    shared = [(f"visit {nb.name}", lambda page, nb=nb: visit(page, nb))
               for nb in sorted(ALL, key=_cost, reverse=True) if nb in visits]
     tabs = Tabs(browser, lab, PROJECTOR, own, shared)
-    tabs.half_of = {nb.name: f"fresh {i}" for i, half in enumerate(halves) for nb in half}
+    tabs.half_of = half_of
     yield tabs
     tabs.close()
 
