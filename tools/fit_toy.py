@@ -66,26 +66,33 @@ def y5_errors(Y, dtype=np.float64):
     return np.abs(err).max(1)
 
 
-def nelder_mead(fun, x0, step=2e-5, iters=3000):
-    """Minimise from x0 (the plain Nelder-Mead simplex method). fun takes several points
-    (rows) at once and returns their values: the four trial points of a step (reflect,
-    expand, contract out, in) are scored in one call, then taken in that order."""
-    pts = np.vstack([x0] + [x0 + step * np.eye(len(x0))[i] for i in range(len(x0))])
-    vals = fun(pts)
+def nelder_mead(fun, starts, step=2e-5, iters=3000):
+    """Minimise from each row of `starts` (the plain Nelder-Mead simplex method, a simplex
+    for each start, all stepped together). fun takes points (rows) and returns their
+    values: the four trial points of a step (reflect, expand, contract out, in) of every
+    simplex are scored in one call, then taken in that order."""
+    starts = np.atleast_2d(starts)
+    runs, n = starts.shape
+    pts = starts[:, None, :] + np.vstack([np.zeros(n), step * np.eye(n)])      # [runs, n+1, n]
+    vals = fun(pts.reshape(-1, n)).reshape(runs, n + 1)
     moves = np.array([-1.0, -2.0, 0.5, -0.5])
+    every = np.arange(runs)
     for _ in range(iters):
-        order = np.argsort(vals)
-        pts, vals = pts[order], vals[order]
-        mid = pts[:-1].mean(0)
-        trials = mid + moves[:, None] * (pts[-1] - mid)
-        for t, trial, v in zip(moves, trials, fun(trials)):
-            if v < vals[-2] or (t == -2.0 and v < vals[-1]):
-                pts[-1], vals[-1] = trial, v
-                break
-        else:                                         # shrink towards the best point
-            pts[1:] = pts[0] + 0.5 * (pts[1:] - pts[0])
-            vals[1:] = fun(pts[1:])
-    return pts[np.argmin(vals)]
+        order = np.argsort(vals, axis=1)
+        pts, vals = np.take_along_axis(pts, order[:, :, None], 1), np.take_along_axis(vals, order, 1)
+        mid = pts[:, :-1].mean(1)
+        trials = mid[:, None] + moves[None, :, None] * (pts[:, -1] - mid)[:, None]   # [runs, 4, n]
+        tried = fun(trials.reshape(-1, n)).reshape(runs, 4)
+        better = tried < vals[:, -2:-1]
+        better[:, 1] |= tried[:, 1] < vals[:, -1]                   # expanding: beat the worst
+        taken, first = better.any(1), better.argmax(1)
+        pts[taken, -1] = trials[every, first][taken]
+        vals[taken, -1] = tried[every, first][taken]
+        shrink = ~taken                                               # towards the best point
+        if shrink.any():
+            pts[shrink, 1:] = pts[shrink, :1] + 0.5 * (pts[shrink, 1:] - pts[shrink, :1])
+            vals[shrink, 1:] = fun(pts[shrink, 1:].reshape(-1, n)).reshape(-1, n)
+    return pts[every, np.argmin(vals, axis=1)]
 
 
 def centre_of_y5(rng):
@@ -93,8 +100,7 @@ def centre_of_y5(rng):
     cand = Y5 + rng.uniform(-TOL, TOL, size=(400_000, 4))
     feasible = cand[y5_errors(cand) < TOL]
     worst = lambda y: y5_errors(y)[0]             # noqa: E731
-    polished = [nelder_mead(y5_errors, y) for y in feasible[:10]]
-    return min(polished, key=worst)
+    return min(nelder_mead(y5_errors, feasible[:10]), key=worst)
 
 
 def p_band(p, nll):
@@ -112,28 +118,30 @@ def unit_direction(v):
 def row_target(f0, token, p, lead=0.1):
     """Step 2: the direction nearest f0 with p(token) = p and token ahead by `lead` in logit."""
     basis = np.linalg.svd(np.vstack([np.ones(4), f0]))[2][2:]   # the two ways f0 can turn
-    best = None
-    for phi in np.linspace(0, 2 * np.pi, 720, endpoint=False):
-        d = np.cos(phi) * basis[0] + np.sin(phi) * basis[1]
-        gap = lambda t: tm.softmax(unit_direction(f0 + t * d) @ W_U)[token] - p   # noqa: E731
-        ts = np.linspace(0, 3, 301)
-        dirs = f0 + ts[:, None] * d                              # all 301 steps at once
+    phi = np.linspace(0, 2 * np.pi, 720, endpoint=False)
+    d = np.cos(phi)[:, None] * basis[0] + np.sin(phi)[:, None] * basis[1]   # [720, 4]
+
+    def gaps(t, d):                              # p(token) - p at f0 + t d, for rows of t, d
+        dirs = (f0 + t[..., None] * d).reshape(-1, 4)
         dirs = dirs - dirs.mean(1, keepdims=True)
         dirs = 2 * dirs / np.linalg.norm(dirs, axis=1, keepdims=True)
-        gaps = tm.softmax(dirs @ W_U)[:, token] - p
-        crossing = np.nonzero(np.sign(gaps[:-1]) != np.sign(gaps[1:]))[0]
-        if not len(crossing):
-            continue
-        lo, hi = ts[crossing[0]], ts[crossing[0] + 1]
-        side = np.sign(gap(lo))                                  # lo keeps this side
-        for _ in range(60):                                      # bisection
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if np.sign(gap(mid)) == side else (lo, mid)
-        f = unit_direction(f0 + lo * d)
-        z = f @ W_U
-        if z[token] - np.delete(z, token).max() >= lead and (best is None or lo < best[0]):
-            best = (lo, f)
-    return best[1]
+        return (tm.softmax(dirs @ W_U)[:, token] - p).reshape(t.shape)
+    ts = np.linspace(0, 3, 301)
+    grid = gaps(np.broadcast_to(ts, (len(phi), len(ts))), d[:, None, :])   # every angle, every step
+    change = np.sign(grid[:, :-1]) != np.sign(grid[:, 1:])
+    crossed = change.any(1)
+    d, k = d[crossed], change[crossed].argmax(1)                 # the first crossing of each
+    lo, hi = ts[k], ts[k + 1]
+    side = np.sign(gaps(lo, d))                                  # lo keeps this side
+    for _ in range(60):                                          # bisection, every angle at once
+        mid = (lo + hi) / 2
+        keep = np.sign(gaps(mid, d)) == side
+        lo, hi = np.where(keep, mid, lo), np.where(keep, hi, mid)
+    f = [unit_direction(f0 + t * v) for t, v in zip(lo, d)]
+    z = np.array(f) @ W_U
+    leads = z[:, token] - np.delete(z, token, axis=1).max(1)
+    ok = np.nonzero(leads >= lead)[0]
+    return f[ok[np.argmin(lo[ok])]]                              # the nearest, the first if tied
 
 
 def hidden_rows():
