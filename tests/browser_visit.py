@@ -197,6 +197,18 @@ def dismiss_dialogs(page) -> None:
         time.sleep(0.2)
 
 
+def autosave_off(page) -> None:
+    """Turn this page's autosave off (Settings > Autosave Documents), as it is, in effect, in
+    a classroom: JupyterLab saves every 120 s there, not every AUTOSAVE_INTERVAL s. The lab
+    of copies saves that often only so that a first opening can wait an autosave out; in a
+    visit, an autosave racing the teacher's own save makes JupyterLab say the file changed
+    on disk (two saves at once: the second finds the first's)."""
+    page.evaluate("""async () => { const commands = window.jupyterapp.commands, id = 'docmanager:toggle-autosave';
+                                   if (commands.isToggled(id)) await commands.execute(id); }""")
+    _poll(lambda: not page.evaluate("() => window.jupyterapp.commands.isToggled('docmanager:toggle-autosave')"),
+          PAGE_TIMEOUT, "autosave to be off")
+
+
 def widget_outputs(notebook: Path) -> list[dict]:
     """The widget outputs stored in a notebook file, each as its MIME bundle."""
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]

@@ -52,6 +52,7 @@ from browser_visit import (
     PROJECTOR,
     SELF_TEST_NOTEBOOK,
     Visit,
+    autosave_off,
     first_open_all,
     visit_notebook,
 )
@@ -255,9 +256,10 @@ def tabs(lab, browser, request) -> Tabs:
     """The module's browser work, shared by two pages at once (tests/browser_tabs.py).
     Each page first opens half of the course notebooks fresh, nothing run, all at once,
     looks at them and closes their tabs (their kernels go on running); then the two take
-    the visits the selected tests ask for from one queue, the longest first, each once its
-    notebook's first opening is over (two pages must never have one notebook open). A
-    notebook is opened fresh and visited once, whichever test asks first."""
+    the visits the selected tests ask for from one queue, the longest first, each once
+    every first opening is over (two pages must never have one notebook open), with
+    autosave off (browser_visit.autosave_off). A notebook is opened fresh and visited once,
+    whichever test asks first."""
     visits = {item.callspec.params["visit"] for item in request.session.items
               if getattr(item, "module", None) is request.module and "visit" in getattr(item, "callspec", _NONE).params}
     halves = [COURSE_NOTEBOOKS[0::2], COURSE_NOTEBOOKS[1::2]]
@@ -268,9 +270,10 @@ def tabs(lab, browser, request) -> Tabs:
     half_of = {nb.name: f"fresh {i}" for i, half in enumerate(halves) for nb in half}
 
     def visit(page, nb: Path) -> Visit:
-        if nb.name in half_of:          # its first opening, maybe in the other page, is over
-            with contextlib.suppress(Exception):
-                tabs.result(half_of[nb.name])
+        for i in range(len(halves)):    # every first opening is over (one was maybe of nb, in
+            with contextlib.suppress(Exception):     # the other page): autosave has done
+                tabs.result(f"fresh {i}")            # its part, and goes off in this page
+        autosave_off(page)
         return visit_notebook(lab, page, nb, INTERACTIONS.get(nb.name, []), FRAMES.get(nb.name, []),
                               order_for(nb))
 
