@@ -72,7 +72,7 @@ LAB_SETTING_OVERRIDES = {
     },
 }
 
-AUTOSAVE_INTERVAL = 2  # s, for a lab of copies (JupyterLab's default is 120): a test can wait one out
+AUTOSAVE_INTERVAL = 1  # s, for a lab of copies (JupyterLab's default is 120): a test can wait one out
 SERVER_START_TIMEOUT = 60  # s; JupyterLab on 2 cores starts in about 3 s
 KERNEL_START_TIMEOUT = 60  # s
 WIDGET_RENDER_TIMEOUT = 30  # s; after the last cell has run

@@ -197,16 +197,16 @@ def dismiss_dialogs(page) -> None:
         time.sleep(0.2)
 
 
-def autosave_off(page) -> None:
-    """Turn this page's autosave off (Settings > Autosave Documents), as it is, in effect, in
-    a classroom: JupyterLab saves every 120 s there, not every AUTOSAVE_INTERVAL s. The lab
-    of copies saves that often only so that a first opening can wait an autosave out; in a
-    visit, an autosave racing the teacher's own save makes JupyterLab say the file changed
-    on disk (two saves at once: the second finds the first's)."""
-    page.evaluate("""async () => { const commands = window.jupyterapp.commands, id = 'docmanager:toggle-autosave';
-                                   if (commands.isToggled(id)) await commands.execute(id); }""")
-    _poll(lambda: not page.evaluate("() => window.jupyterapp.commands.isToggled('docmanager:toggle-autosave')"),
-          PAGE_TIMEOUT, "autosave to be off")
+def autosave(page, on: bool) -> None:
+    """Turn this page's autosave on or off (Settings > Autosave Documents). The lab of copies
+    saves every AUTOSAVE_INTERVAL s, so that a first opening can wait an autosave out. In a
+    classroom JupyterLab saves every 120 s, so within a visit, in effect, never; here an
+    autosave racing the teacher's own save makes JupyterLab say the file changed on disk
+    (two saves at once: the second finds the first's). Visits run with it off."""
+    toggled = "() => window.jupyterapp.commands.isToggled('docmanager:toggle-autosave')"
+    if page.evaluate(toggled) != on:
+        page.evaluate("async () => { await window.jupyterapp.commands.execute('docmanager:toggle-autosave'); }")
+    _poll(lambda: page.evaluate(toggled) == on, PAGE_TIMEOUT, f"autosave to be {'on' if on else 'off'}")
 
 
 def widget_outputs(notebook: Path) -> list[dict]:
@@ -256,13 +256,13 @@ def _widget_output_nodes(page, path: str) -> list[dict]:
         }""", path)
 
 
-def first_open_all(lab, page, notebooks: list[Path],
-                   close: bool = False) -> dict[str, dict[str, list[str]]]:
+def first_open_all(lab, page, notebooks: list[Path]) -> dict[str, dict[str, list[str]]]:
     """Open a fresh copy of every notebook, each in its tab, nothing run; check what each
-    shows; leave them all open through two autosave intervals; then compare the files on
-    disk with the copies. Returns, per notebook name, findings by kind: shown, note,
-    empty, modified. The notebooks stay open, each with its kernel, for visit_notebook;
-    with close=True, their tabs are closed (nothing saved), and their kernels go on."""
+    shows; leave them all open through two autosave intervals (autosave on); then compare
+    the files on disk with the copies. Returns, per notebook name, findings by kind: shown,
+    note, empty, modified. The notebooks stay open, each with its kernel, for
+    visit_notebook, and autosave goes off again."""
+    autosave(page, True)
     found = {nb.name: {"shown": [], "note": [], "empty": [], "modified": []} for nb in notebooks}
     copied = {}
     for notebook in notebooks:       # the repository's file may change meanwhile: keep the bytes
@@ -317,9 +317,7 @@ def first_open_all(lab, page, notebooks: list[Path],
                 found[notebook.name]["modified"].append(
                     f"the file on disk changed while it was only open (autosave every "
                     f"{AUTOSAVE_INTERVAL} s)")
-        if close:
-            for notebook in notebooks:
-                close_tab(page, notebook_path(notebook), "Discard")
+        autosave(page, False)
     except Exception:
         for notebook in notebooks:     # only these: another page may be using the lab
             lab.shut_down_sessions(notebook_path(notebook))

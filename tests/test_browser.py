@@ -2,8 +2,8 @@
 
 One JupyterLab and one Chromium serve the whole run (tests/conftest.py), and each
 notebook is run once in it, in one of two pages that work at the same time
-(tests/browser_tabs.py: a visit is half waiting). First every notebook is opened as a
-fresh clone shows it, nothing run, half of them in each page, all at once: each widget output shows its stored picture (or HTML form)
+(tests/browser_tabs.py: a visit is half waiting). First each notebook is opened as a
+fresh clone shows it, nothing run: each widget output shows its stored picture (or HTML form)
 with a visible line saying how to make it live, never the widget's raw text or an
 error; no stored plot is empty; and opening changes nothing: no notebook is marked
 modified, and after an autosave (every AUTOSAVE_INTERVAL s here) the files on disk are
@@ -27,7 +27,6 @@ COURSE_SCREENSHOTS=1. Needs /usr/bin/chromium: without it
 the browser tests are skipped, except with CI=true, where they fail.
 """
 
-import contextlib
 from pathlib import Path
 
 import numpy as np
@@ -52,7 +51,7 @@ from browser_visit import (
     PROJECTOR,
     SELF_TEST_NOTEBOOK,
     Visit,
-    autosave_off,
+    close_tab,
     first_open_all,
     visit_notebook,
 )
@@ -253,34 +252,32 @@ def _cost(notebook: Path) -> int:
 
 @pytest.fixture(scope="module")
 def tabs(lab, browser, request) -> Tabs:
-    """The module's browser work, shared by two pages at once (tests/browser_tabs.py).
-    Each page first opens half of the course notebooks fresh, nothing run, all at once,
-    looks at them and closes their tabs (their kernels go on running); then the two take
-    the visits the selected tests ask for from one queue, the longest first, each once
-    every first opening is over (two pages must never have one notebook open), with
-    autosave off (browser_visit.autosave_off). A notebook is opened fresh and visited once,
-    whichever test asks first."""
+    """The module's browser work, shared by two pages at once (tests/browser_tabs.py): they
+    take the notebooks from one queue, the longest visit first. Each course notebook is
+    first opened fresh, nothing run, and looked at (first_open_all), then visited in the
+    same tab (visit_notebook), as the tests selected ask; once, whichever test asks first."""
+    wanted = {item.callspec.params.get("visit") or item.callspec.params.get("notebook")
+              for item in request.session.items
+              if getattr(item, "module", None) is request.module and hasattr(item, "callspec")}
     visits = {item.callspec.params["visit"] for item in request.session.items
-              if getattr(item, "module", None) is request.module and "visit" in getattr(item, "callspec", _NONE).params}
-    halves = [COURSE_NOTEBOOKS[0::2], COURSE_NOTEBOOKS[1::2]]
-    own = [[(f"fresh {i}", lambda page, half=half: first_open_all(lab, page, half, close=True))]
-           for i, half in enumerate(halves)]
-    own[0].insert(0, ("comms", lambda page: page.evaluate(
-        "() => window.jupyterapp.serviceManager.kernels.commsOverSubshells")))
-    half_of = {nb.name: f"fresh {i}" for i, half in enumerate(halves) for nb in half}
+              if getattr(item, "module", None) is request.module
+              and "visit" in getattr(item, "callspec", _NONE).params}
 
-    def visit(page, nb: Path) -> Visit:
-        for i in range(len(halves)):    # every first opening is over (one was maybe of nb, in
-            with contextlib.suppress(Exception):     # the other page): autosave has done
-                tabs.result(f"fresh {i}")            # its part, and goes off in this page
-        autosave_off(page)
-        return visit_notebook(lab, page, nb, INTERACTIONS.get(nb.name, []), FRAMES.get(nb.name, []),
-                              order_for(nb))
+    def job(page, nb: Path) -> dict:
+        done = {"fresh": first_open_all(lab, page, [nb])[nb.name] if nb in COURSE_NOTEBOOKS else None}
+        if nb in visits:
+            done["visit"] = visit_notebook(lab, page, nb, INTERACTIONS.get(nb.name, []),
+                                           FRAMES.get(nb.name, []), order_for(nb))
+        else:
+            close_tab(page, f"notebooks/{nb.name}", "Discard")
+            lab.shut_down_sessions(f"notebooks/{nb.name}")
+        return done
 
-    shared = [(f"visit {nb.name}", lambda page, nb=nb: visit(page, nb))
-              for nb in sorted(ALL, key=_cost, reverse=True) if nb in visits]
+    own = [[("comms", lambda page: page.evaluate(
+        "() => window.jupyterapp.serviceManager.kernels.commsOverSubshells"))], []]
+    shared = [(nb.name, lambda page, nb=nb: job(page, nb))
+              for nb in sorted(ALL, key=_cost, reverse=True) if nb in wanted]
     tabs = Tabs(browser, lab, PROJECTOR, own, shared)
-    tabs.half_of = half_of
     yield tabs
     tabs.close()
 
@@ -296,7 +293,7 @@ class _Fresh:
         self.tabs = tabs
 
     def __getitem__(self, name: str) -> dict[str, list[str]]:
-        return self.tabs.result(self.tabs.half_of[name])[name]
+        return self.tabs.result(name)["fresh"]
 
 
 @pytest.fixture
@@ -308,7 +305,7 @@ def fresh(tabs) -> _Fresh:
 @pytest.fixture
 def visit(request, tabs) -> Visit:
     """One notebook run through, as the module docstring says; what each step found."""
-    return tabs.result(f"visit {request.param.name}")
+    return tabs.result(request.param.name)["visit"]
 
 
 def _ids(path):
