@@ -192,6 +192,9 @@ def perform(page, interaction: Interaction, shots_prefix: Path) -> list[str]:
 
 def _perform(page, interaction: Interaction, shots_prefix: Path) -> None:
     try:
+        # What the last action set off is over (a slider's echoes too), as it is before a
+        # person's next action: otherwise a late echo can redraw over what this one shows.
+        settled(page)
         root = widget_root(page, interaction.widget)
         root.scroll_into_view_if_needed()
         shots_prefix.parent.mkdir(parents=True, exist_ok=True)

@@ -20,10 +20,16 @@ set before any worker, kernel or JupyterLab starts, so they all inherit them.
 """
 
 import os
+import sys
 from pathlib import Path
 
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
+# The run starts some fifty Pythons (workers, kernels, JupyterLab, scripts), and each imports
+# the course's modules: compiled once, they are read back by the others. A machine set not to
+# write bytecode (PYTHONDONTWRITEBYTECODE) would have every one compile them again.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 import pytest
 
