@@ -26,7 +26,8 @@ def test_readme_gives_two_one_line_commands_that_do_all_the_set_up():
     assert commands[0] == ("python3 -m venv .venv && .venv/bin/pip install -r requirements.txt && "
                            ".venv/bin/jupyter lab notebooks/")
     assert commands[1] == ("python3 -m venv .venv && .venv/bin/pip install -c constraints.txt uv && "
-                           ".venv/bin/uv pip install --python .venv/bin/python -r requirements.txt "
+                           ".venv/bin/uv pip install --python .venv/bin/python --compile-bytecode "
+                           "-r requirements.txt "
                            "-c constraints.txt && .venv/bin/python -m pytest -n 2 --dist loadgroup "
                            "--no-loadscope-reorder")
 
