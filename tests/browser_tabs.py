@@ -9,9 +9,9 @@ fresh browser context at the projector's size with a JupyterLab workspace of its
 neither sees the other's tabs; each notebook is open in one page at a time.
 
 A job is a name and a function of the page. Each thread first does the jobs given to it
-alone (the notebooks it opens fresh), then takes shared jobs from one queue, in the order
-given, until none is left. `result(name)` waits for a job's return value (or raises what
-it raised), so a test waits only for what it reads.
+alone, then takes shared jobs from one queue, in the order given, until none is left.
+`result(name)` waits for a job's return value (or raises what it raised), so a test waits
+only for what it reads. With `pytest -s`, each job's start is printed with the time.
 """
 
 from __future__ import annotations
