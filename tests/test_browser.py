@@ -53,6 +53,7 @@ from browser_visit import (
     Visit,
     close_tab,
     first_open_all,
+    notebook_path,
     visit_notebook,
 )
 from widget_tools import nats, summary
@@ -256,12 +257,10 @@ def tabs(lab, browser, request) -> Tabs:
     take the notebooks from one queue, the longest visit first. Each course notebook is
     first opened fresh, nothing run, and looked at (first_open_all), then visited in the
     same tab (visit_notebook), as the tests selected ask; once, whichever test asks first."""
-    wanted = {item.callspec.params.get("visit") or item.callspec.params.get("notebook")
-              for item in request.session.items
-              if getattr(item, "module", None) is request.module and hasattr(item, "callspec")}
-    visits = {item.callspec.params["visit"] for item in request.session.items
-              if getattr(item, "module", None) is request.module
-              and "visit" in getattr(item, "callspec", _NONE).params}
+    asked = [item.callspec.params for item in request.session.items
+             if getattr(item, "module", None) is request.module and hasattr(item, "callspec")]
+    visits = {params["visit"] for params in asked if "visit" in params}
+    wanted = visits | {params["notebook"] for params in asked if "notebook" in params}
 
     def job(page, nb: Path) -> dict:
         done = {"fresh": first_open_all(lab, page, [nb])[nb.name] if nb in COURSE_NOTEBOOKS else None}
@@ -269,8 +268,8 @@ def tabs(lab, browser, request) -> Tabs:
             done["visit"] = visit_notebook(lab, page, nb, INTERACTIONS.get(nb.name, []),
                                            FRAMES.get(nb.name, []), order_for(nb))
         else:
-            close_tab(page, f"notebooks/{nb.name}", "Discard")
-            lab.shut_down_sessions(f"notebooks/{nb.name}")
+            close_tab(page, notebook_path(nb), "Discard")
+            lab.shut_down_sessions(notebook_path(nb))
         return done
 
     own = [[("comms", lambda page: page.evaluate(
@@ -282,12 +281,8 @@ def tabs(lab, browser, request) -> Tabs:
     tabs.close()
 
 
-class _NONE:
-    params: dict = {}
-
-
 class _Fresh:
-    """What opening each notebook fresh found, by notebook name, as soon as its half is done."""
+    """What opening each notebook fresh found, by notebook name, once that is done."""
 
     def __init__(self, tabs: Tabs):
         self.tabs = tabs
