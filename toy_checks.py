@@ -206,7 +206,7 @@ def _at(tree, name):
     for key in name.split("."):
         if isinstance(tree, dict) and key in tree:
             tree = tree[key]
-        elif isinstance(tree, list) and key.isdigit() and int(key) < len(tree):
+        elif isinstance(tree, list) and key.isdigit() and str(int(key)) == key and int(key) < len(tree):
             tree = tree[int(key)]
         else:
             return None

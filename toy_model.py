@@ -35,7 +35,7 @@ import re
 
 import numpy as np
 
-from toy_checks import (ReadOnlyDict, ReadOnlyList, _as_floats, _as_logits, _count, _flag,
+from toy_checks import (ReadOnlyDict, ReadOnlyList, _as_floats, _at, _as_logits, _count, _flag,
                         _is_number, _mismatch, _short, _shown, as_ids, as_layer, as_numbers,
                         check_n_head, check_distribution, check_ids, check_params,
                         check_sampling, check_seed, check_targets, explain_read_only_in_ipython,
@@ -219,12 +219,11 @@ def get_weight(tree, name):
     if not isinstance(name, str):
         raise ValueError(f"get_weight takes a weight's name, such as 'blocks.0.mlp.c_fc.w', "
                          f"not {_shown(name)}.")
-    found = []
-    walk(lambda path, leaf: found.append(leaf) if weight_name(path) == name else None, tree)
-    if not found:
+    leaf = _at(tree, name)
+    if leaf is None or isinstance(leaf, (dict, list)):      # no such path, or not a leaf
         raise ValueError(f"No weight is named {name!r}; the names are: "
                          f"{', '.join(weight_names(tree))}.")
-    return found[0]
+    return leaf
 
 
 def replace_weight(tree, name, value):

@@ -178,3 +178,19 @@ def browser(lab):
     from browser_harness import running_chromium
     with running_chromium() as chromium:
         yield chromium
+
+
+# --------------------------------------------------------------------------- the HTML edition
+
+@pytest.fixture(scope="session")
+def html_edition(tmp_path_factory) -> list[Path]:
+    """The offline HTML edition of every notebook of notebooks/ (tools/export_html.py),
+    exported once for the run's tests of it (in the browser tests' xdist group, so in one
+    worker: one of them opens the pages in their Chromium); returns the pages, in the
+    notebooks' order, index.html beside them."""
+    tools = Path(__file__).resolve().parents[1] / "tools"
+    if str(tools) not in sys.path:
+        sys.path.insert(0, str(tools))
+    from export_html import export
+    notebooks = sorted((tools.parent / "notebooks").glob("*.ipynb"))
+    return export(notebooks, tmp_path_factory.mktemp("html"))

@@ -26,17 +26,23 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / "tools"))
 from export_html import export  # noqa: E402  (tools/ is not a package)
 
+
 NOTEBOOKS = sorted((REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 CALL = re.compile(r'tm\.exercise\("(\d\d\.\d+)"')
 FOLDED = re.compile(r'<details(?P<attrs>[^>]*)>\s*<summary>(?P<summary>.*?)</summary>(?P<body>.*?)</details>',
                     re.S)
 
 
+# The export is made once for the run (conftest's html_edition), in the worker of the
+# browser tests, where test_export_html opens the pages.
+pytestmark = pytest.mark.xdist_group("browser")
+
+
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory):
-    out = tmp_path_factory.mktemp("html")
-    return {p.stem: p.read_text(encoding="utf-8") for p in export(NOTEBOOKS, out)} | {
-        "index": (out / "index.html").read_text(encoding="utf-8")}
+def pages(html_edition):
+    assert [p.stem for p in html_edition] == [n.stem for n in NOTEBOOKS]
+    return {p.stem: p.read_text(encoding="utf-8") for p in html_edition} | {
+        "index": (html_edition[0].parent / "index.html").read_text(encoding="utf-8")}
 
 
 def shown_keys(notebook: Path) -> list[str]:

@@ -10,7 +10,6 @@ and shows every stored picture.
 
 import json
 import re
-import sys
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -18,18 +17,17 @@ import pytest
 from browser_harness import REPO_ROOT
 from browser_visit import NOTE
 
-sys.path.insert(0, str(REPO_ROOT / "tools"))
-from export_html import export
 
 NOTEBOOKS = sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))
-# With the browser tests (tests/conftest.py): the export is made once, in their worker.
+# The export is made once for the run (conftest's html_edition), in the browser tests'
+# worker: one of these tests opens the pages in their Chromium.
 pytestmark = pytest.mark.xdist_group("browser")
 
 
-@pytest.fixture(scope="module")
-def pages(tmp_path_factory):
-    out = tmp_path_factory.mktemp("html")
-    return export(NOTEBOOKS, out)
+@pytest.fixture
+def pages(html_edition):
+    assert [p.stem for p in html_edition] == [n.stem for n in NOTEBOOKS]
+    return html_edition
 
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

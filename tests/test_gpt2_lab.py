@@ -23,6 +23,16 @@ def test_gpt2_small_shapes_are_gpt2_smalls(small):
     assert 0.01 < small["blocks"][5]["mlp"]["c_fc"]["w"].std() < 0.03
 
 
+def test_the_toys_forward_runs_gpt2_smalls_shapes_and_stays_causal(small):
+    """The same code on GPT-2 small's shapes: 12 blocks, 12 heads, d = 768, V = 50,257, tied."""
+    ids = [464, 3797, 19496, 262]
+    logits = tm.forward(ids, small, n_head=12)
+    assert logits.shape == (4, 50257) and np.isfinite(logits).all()
+    changed = tm.forward(ids[:3] + [1000], small, n_head=12)
+    assert np.allclose(logits[:3], changed[:3], atol=1e-9)      # causality
+    assert not np.allclose(logits[3], changed[3])
+
+
 def test_params_by_part_adds_up_and_counts_the_tied_output_layer_once(small):
     parts = tm.params_by_part(small)
     assert sum(parts.values()) == tm.count_params(small)

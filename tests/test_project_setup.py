@@ -25,7 +25,8 @@ def test_readme_gives_two_one_line_commands_that_do_all_the_set_up():
     # constraints.txt, which the stored outputs were made with.
     assert commands[0] == ("python3 -m venv .venv && .venv/bin/pip install -r requirements.txt && "
                            ".venv/bin/jupyter lab notebooks/")
-    assert commands[1] == ("python3 -m venv .venv && .venv/bin/pip install -c constraints.txt uv && "
+    assert commands[1] == ("python3 -m venv --without-pip .venv && "
+                           "python3 -m pip --python .venv/bin/python install -c constraints.txt uv && "
                            ".venv/bin/uv pip install --python .venv/bin/python --compile-bytecode "
                            "-r requirements.txt "
                            "-c constraints.txt && .venv/bin/python -m pytest -n 2 --dist loadgroup "

@@ -4,6 +4,7 @@ nothing left behind when a cell runs again.
 JupyterLab sends the id of the cell it runs with each request; `cell(...)` below plays
 that part (the kernel's parent message), so these tests run the kit's own code path.
 """
+import gc
 import json
 import os
 import subprocess
@@ -32,10 +33,18 @@ BUILDERS = ["tokenizer_widget", "embedding_scatter", "query_picker", "mask_and_h
 
 @pytest.fixture
 def kernel(monkeypatch):
+    """The kernel's part the kit reads. A cell run again has the kit collect garbage
+    (kit._give_memory_back): cheap in a kernel's small heap, but here about a second, with
+    every earlier test's objects in the heap. Those are left out of the collections
+    (gc.freeze) while the test runs; nothing the tests count depends on them."""
     fake = Kernel()
     monkeypatch.setattr(kit, "_kernel", lambda: fake)
-    yield fake
-    kit._BUILT.clear()
+    gc.freeze()
+    try:
+        yield fake
+    finally:
+        gc.unfreeze()
+        kit._BUILT.clear()
 
 
 def live_widgets():
