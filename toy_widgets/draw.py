@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.mathtext import MathTextParser
 
 from toy_model import VOCAB, show
 
@@ -29,6 +30,20 @@ def tick_label(token):
     if token == ".":
         return "'.'"
     return re.sub(r"^␣", r"$\\mathbf{␣}$", token)
+
+
+# The bold ␣ is matplotlib's mathtext, which each renderer parses with a parser of its own,
+# caching what it parsed for that renderer only: every new figure parsed the twelve labels
+# again (a sixth of building a widget). The course's renderers share one parser instead,
+# and so its cache; what it draws is the same.
+_MATHTEXT = MathTextParser("path")
+
+
+def share_mathtext(renderer):
+    """Give an Agg renderer the course's one mathtext parser; returns the renderer."""
+    if isinstance(getattr(renderer, "mathtext_parser", None), MathTextParser):
+        renderer.mathtext_parser = _MATHTEXT
+    return renderer
 
 
 def token_name(token):
@@ -91,7 +106,9 @@ def static(fig):
     """Show a figure as a stored PNG (no kernel needed to see it; same bytes every run)."""
     from IPython.display import Image, display
     buf = io.BytesIO()
-    FigureCanvasAgg(fig).print_png(buf, metadata={"Software": None})
+    canvas = FigureCanvasAgg(fig)
+    share_mathtext(canvas.get_renderer())               # the renderer print_png uses
+    canvas.print_png(buf, metadata={"Software": None})
     display(Image(buf.getvalue()))
 
 
@@ -119,6 +136,7 @@ def new_figure(width=6.4, height=3.2, live=False):
     fig.canvas.footer_visible = False
     fig.canvas.toolbar_visible = False
     fig.canvas.resizable = False
+    share_mathtext(fig.canvas.get_renderer())
     return fig, fig.subplots()
 
 

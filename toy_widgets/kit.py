@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .draw import (BLUE, GREEN, ORANGE, TOKENS, VERMILION, freeze_layout, new_figure, outline_bars,
-                   token_bars)
+                   share_mathtext, token_bars)
 
 
 # --- ipympl's private attributes ---------------------------------------------------------
@@ -119,7 +119,7 @@ def picture(fig):
     from matplotlib.backends.backend_agg import RendererAgg
     from matplotlib.image import imsave
     moving = (_moving(fig) or {}).get("artists", [])
-    renderer = RendererAgg(*fig.bbox.size, fig.dpi)
+    renderer = share_mathtext(RendererAgg(*fig.bbox.size, fig.dpi))
     for a in moving:
         a.set_animated(False)
     try:
