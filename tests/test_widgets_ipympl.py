@@ -2,7 +2,9 @@
 
 toy_widgets/kit.py uses a few of ipympl's private attributes, each named once in
 kit.IPYMPL_PRIVATE; an ipympl upgrade that renames or drops one fails here, with a
-message naming it, before it breaks a plot in a classroom.
+message naming it, before it breaks a plot in a classroom. Likewise matplotlib's
+renderers' `mathtext_parser`, which the course's renderers share (draw.share_mathtext):
+without it nothing breaks, but every widget builds a sixth slower.
 """
 import re
 from pathlib import Path
@@ -66,3 +68,17 @@ def test_only_the_kit_touches_them_and_names_each_once():
         attribute = name.split(".")[-1]
         uses = re.findall(r"\." + re.escape(attribute) + r"\b", source)
         assert 1 <= len(uses) <= 2, f"kit.py uses .{attribute} {len(uses)} times: keep it in one accessor"
+
+
+def test_the_course_s_renderers_share_one_mathtext_parser():
+    from matplotlib.backends.backend_agg import RendererAgg
+    from toy_widgets import draw
+    fig, _ = kit.live_figure("check", 2, 1)
+    try:
+        assert isinstance(getattr(RendererAgg(10, 10, 72), "mathtext_parser", None),
+                          draw.MathTextParser), (
+            "matplotlib's RendererAgg has no mathtext_parser any more: draw.share_mathtext "
+            "shares nothing (each figure parses its bold ␣ labels again)")
+        assert fig.canvas.get_renderer().mathtext_parser is draw._MATHTEXT
+    finally:
+        plt.close(fig)
