@@ -72,6 +72,16 @@ def pytest_configure(config):
     config.pluginmanager.register(Recorder(), NAME)
 
 
+def pytest_unconfigure(config):
+    """A worker's heap ends the run holding every test's leftovers, and Python's last
+    garbage collections at exit went over all of it: about 5 s, while the run waited for
+    the worker to end. Frozen, they are skipped; everything is still freed as usual."""
+    if hasattr(config, "workerinput"):
+        import atexit
+        import gc
+        atexit.register(gc.freeze)      # registered last, so it runs first of all at exit
+
+
 FRESH_RUN = "test_a_fresh_run_stores_the_same_file"
 
 
