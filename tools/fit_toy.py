@@ -220,12 +220,18 @@ def fit(seed=3, samples=2_000_000):
     rng = np.random.default_rng(seed)
     best, best_margin = None, 0.0
     for _ in range(samples // 1_000_000):
-        ups = (rng.random((1_000_000, n)) < up_prob) * 1e-4
-        lin = f0 + (low + ups - theta) @ jac.T
-        ok = (np.abs(lin[:, 4:8] - log_p) < 0.8 * half).all(1) & (np.abs(lin[:, 8:]) < 2e-4).all(1)
-        errs = np.maximum(y5_errors(lin[ok, :4]), y5_errors(lin[ok, :4], np.float32))
+        # A million draws, screened 2**16 at a time: the same draws and figures as all at
+        # once (compared bit for bit), without 700 MB of temporaries.
+        ups, errs = [], []
+        for start in range(0, 1_000_000, 1 << 16):
+            up = rng.random((min(1 << 16, 1_000_000 - start), n)) < up_prob
+            lin = f0 + (low + up * 1e-4 - theta) @ jac.T
+            ok = (np.abs(lin[:, 4:8] - log_p) < 0.8 * half).all(1) & (np.abs(lin[:, 8:]) < 2e-4).all(1)
+            ups.append(up[ok])
+            errs.append(np.maximum(y5_errors(lin[ok, :4]), y5_errors(lin[ok, :4], np.float32)))
+        ups, errs = np.concatenate(ups) * 1e-4, np.concatenate(errs)
         for k in np.argsort(errs)[:5]:
-            cand = np.round(low + ups[ok][k], 4)
+            cand = np.round(low + ups[k], 4)
             y5_err, other_err, lead = check(cand.reshape(-1, 4), h, act, h_off, act_off)
             if TOL - y5_err > best_margin and other_err < 0.99 * TOL and lead > 0.05:
                 best, best_margin = cand.reshape(-1, 4), TOL - y5_err
