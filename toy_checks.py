@@ -163,7 +163,10 @@ def check_ids(ids, n_ctx=8, vocab_size=VOCAB_SIZE):
     """ids the model can run: at least one, at most n_ctx, each an id of the vocabulary.
     One text gives a list; a batch [B, n] (texts of one length) an array."""
     if isinstance(ids, np.ndarray) and ids.ndim == 2 and ids.dtype.kind in "iu":
-        for row in ids if ids.size else [[]]:
+        # Every row has the first row's length: checking it, and the first row with an id
+        # out of range, says what checking each row in turn would say.
+        bad = np.flatnonzero(((ids < 0) | (ids >= vocab_size)).any(axis=1))[:1]
+        for row in ids[[0, *bad]] if ids.size else [[]]:
             check_ids(row, n_ctx, vocab_size)
         return ids
     ids = as_ids(ids, "The model", vocab_size)

@@ -113,6 +113,24 @@ def test_the_batched_forward_is_the_forward(params, n_head):
         assert np.allclose(batched, tm.forward(ids, params, n_head=n_head), atol=1e-12)
 
 
+@pytest.mark.parametrize("row", [0, 1, 3])
+@pytest.mark.parametrize("bad", [12, -1])
+def test_a_batch_is_refused_for_an_id_out_of_range_in_any_row(row, bad):
+    """The batch's rows are checked together, not one by one: the sentence must still be
+    what that row alone gets, whichever row holds the id, and a long batch the context's."""
+    ids = np.array([tm.encode("the cat climbed the")] * 4)
+    ids[row, 2] = bad
+    with pytest.raises(ValueError) as batch:
+        tm.forward(ids)
+    with pytest.raises(ValueError) as alone:
+        tm.forward(list(ids[row]))
+    assert str(batch.value) == str(alone.value) and f"Token id {bad} does not exist" in str(alone.value)
+    long = np.zeros((3, tm.N_CTX + 1), dtype=int)
+    long[2, 0] = bad                    # one row too long and out of range: the first row's sentence
+    with pytest.raises(ValueError, match=f"context holds at most {tm.N_CTX}"):
+        tm.forward(long)
+
+
 def test_a_batch_is_the_token_weighted_mean_of_its_texts():
     corpus = [tm.encode("the cat climbed the roof.") + [tm.EOT], tm.encode("the dog climbed.") + [tm.EOT]]
     ids, targets = tm.corpus_batch(corpus)
