@@ -242,38 +242,60 @@ def running_lab(root_dir: Path = REPO_ROOT,
 
 @contextlib.contextmanager
 def running_chromium():
-    """Debian's Chromium, headless, driven by Playwright's sync API.
+    """Debian's Chromium, headless, started by a Playwright browser server; yields this
+    thread's connection to it (Playwright's sync API).
 
-    Playwright's launch() gives every browser a fresh temporary profile
-    (user-data dir), so no state carries over between runs.
+    Another thread joins the same Chromium with `playwright.chromium.connect(endpoint(browser))`:
+    the sync API serves only the thread that started it. Each connection is told about its
+    own pages only. (Joined over Chromium's DevTools port instead, each thread's Playwright
+    took every page of the browser as its own and followed its traffic: two threads did the
+    work of four, a kernel's every message decoded by both.)
+
+    The server launches Chromium with a fresh temporary profile (user-data dir), so no
+    state carries over between runs.
     """
     from playwright.sync_api import sync_playwright
 
-    port = free_port()
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True,
-            # The DevTools port lets a second thread drive this same Chromium (devtools_url)
-            args=[*CHROMIUM_ARGS, f"--remote-debugging-port={port}"],
-            # Playwright hides scrollbars in headless mode; a teacher's desktop browser
-            # shows them, and they take their width from the notebook's column.
-            ignore_default_args=["--hide-scrollbars"])
-        _DEVTOOLS[id(browser)] = f"http://127.0.0.1:{port}"
+    options = {"executablePath": str(CHROMIUM), "headless": True, "args": CHROMIUM_ARGS,
+               # Playwright hides scrollbars in headless mode; a teacher's desktop browser
+               # shows them, and they take their width from the notebook's column.
+               "ignoreDefaultArgs": ["--hide-scrollbars"], "host": "127.0.0.1"}
+    with tempfile.TemporaryDirectory() as tmp:
+        config = Path(tmp) / "chromium.json"
+        config.write_text(json.dumps(options), encoding="utf-8")
+        server = subprocess.Popen([sys.executable, "-m", "playwright", "launch-server",
+                                   "--browser", "chromium", "--config", str(config)],
+                                  stdout=subprocess.PIPE, text=True, start_new_session=True)
         try:
-            yield browser
+            url = server.stdout.readline().strip()       # the server's first line: ws://...
+            if not url.startswith("ws://"):
+                raise RuntimeError(f"Playwright's browser server did not start (it said {url!r})")
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.connect(url)
+                _ENDPOINTS[id(browser)] = url
+                try:
+                    yield browser
+                finally:
+                    _ENDPOINTS.pop(id(browser), None)
+                    browser.close()
         finally:
-            _DEVTOOLS.pop(id(browser), None)
-            browser.close()
+            with contextlib.suppress(ProcessLookupError):   # the server closes Chromium
+                os.killpg(server.pid, signal.SIGTERM)
+            try:
+                server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(server.pid, signal.SIGKILL)
+                server.wait()
 
 
-_DEVTOOLS: dict[int, str] = {}
+_ENDPOINTS: dict[int, str] = {}
 
 
-def devtools_url(browser) -> str:
+def endpoint(browser) -> str:
     """Where another thread's Playwright joins a Chromium of running_chromium
-    (`playwright.chromium.connect_over_cdp(url)`): Playwright's sync API serves only the
-    thread that started it, so each thread needs its own, over the same browser."""
-    return _DEVTOOLS[id(browser)]
+    (`playwright.chromium.connect(url)`), with a connection of its own."""
+    return _ENDPOINTS[id(browser)]
 
 
 # JavaScript helpers, installed in every page before JupyterLab loads. They read the

@@ -4,7 +4,8 @@ driven by a thread of its own.
 A visit spends about half its time waiting, on a kernel starting or running the cells, on
 a plot drawing, on an autosave interval passing; two pages share those waits. Playwright's
 sync API serves only the thread that started it, so each thread starts its own and joins
-the one Chromium over its DevTools port (browser_harness.devtools_url). Each page is a
+the one Chromium through Playwright's browser server (browser_harness.endpoint), on a
+connection that is told about its own page only. Each page is a
 fresh browser context at the projector's size with a JupyterLab workspace of its own, so
 neither sees the other's tabs; each notebook is open in one page at a time.
 
@@ -22,7 +23,7 @@ import threading
 import time
 from typing import Callable
 
-from browser_harness import devtools_url, lab_home, lab_page
+from browser_harness import endpoint, lab_home, lab_page
 
 T0 = time.monotonic()
 Job = tuple[str, Callable[[object], object]]
@@ -32,7 +33,7 @@ WAIT_FOR_RESULT = 900  # s; a thread's whole share of the run fits in this, even
 class Tabs:
     def __init__(self, browser, lab, size: tuple[int, int], own: list[list[Job]],
                  shared: list[Job]):
-        self.url, self.lab, self.size = devtools_url(browser), lab, size
+        self.url, self.lab, self.size = endpoint(browser), lab, size
         self.done: dict[str, threading.Event] = {}
         self.results: dict[str, tuple[bool, object]] = {}
         for name, _ in [job for jobs in own for job in jobs] + shared:
@@ -52,7 +53,7 @@ class Tabs:
         jobs = list(own)
         try:
             with sync_playwright() as playwright:
-                browser = playwright.chromium.connect_over_cdp(self.url)
+                browser = playwright.chromium.connect(self.url)
                 with lab_page(browser, self.lab, *self.size, shut_down=False) as page:
                     lab_home(page, self.lab, workspace)
                     while not self.stopping.is_set():
