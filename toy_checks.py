@@ -178,6 +178,37 @@ def check_ids(ids, n_ctx=8, vocab_size=VOCAB_SIZE):
     return ids
 
 
+CACHE = ("forward's cache is a list that forward fills: pass an empty list [] the first time, "
+         "then the same list with the tokens that follow")
+
+
+def check_cache(cache, params, attention_on=True):
+    """A KV cache as forward fills it (empty, or one dict of keys and values per block);
+    returns how many positions it holds: its keys' length along the positions axis."""
+    if not isinstance(cache, (list, type(None))):
+        raise ValueError(f"{CACHE}, not {_shown(cache)}.")
+    if cache is not None and not attention_on:
+        raise ValueError("With attention off there are no keys and values to keep: run forward "
+                         "without a cache (cache=None).")
+    if not cache:
+        return 0
+    blocks = params["blocks"]
+    if len(cache) != len(blocks) or not all(
+            isinstance(kv, dict) and {"k", "v"} <= kv.keys() and isinstance(kv["k"], np.ndarray)
+            and kv["k"].ndim >= 2 and kv["k"].shape[-2] == cache[0]["k"].shape[-2] for kv in cache):
+        raise ValueError(f"{CACHE}; this one does not fit these {len(blocks)} block(s).")
+    return cache[0]["k"].shape[-2]                  # k: [n, d] for one text, [B, n, d] for a batch
+
+
+def check_cache_batch(cache, ids):
+    """The new ids continue the texts the cache holds: as many texts, one or a batch."""
+    held, new = cache[0]["k"].shape[:-2], np.shape(ids)[:-1]
+    if held != new:
+        raise ValueError(f"The cache holds {held[0] if held else 1} text(s) but the new ids "
+                         f"have {new[0] if new else 1}: continue the same texts, or start a new "
+                         "cache, [].")
+
+
 def check_targets(targets, shape, vocab_size):
     """Targets for rows of logits of `shape` [..., n]: token ids, or -1 for a position that
     is not graded, with at least one graded."""

@@ -38,7 +38,8 @@ import numpy as np
 from toy_checks import (ReadOnlyDict, ReadOnlyList, _as_floats, _at, _as_logits, _count, _flag,
                         _is_number, _mismatch, _short, _shown, as_ids, as_layer, as_numbers,
                         check_n_head, check_distribution, check_ids, check_params,
-                        check_sampling, check_seed, check_targets, explain_read_only_in_ipython,
+                        check_cache, check_cache_batch, check_sampling, check_seed,
+                        check_targets, explain_read_only_in_ipython,
                         frozen)
 
 # --- 1. Tokens ---------------------------------------------------------------
@@ -428,24 +429,25 @@ def forward(ids, params=PARAMS, n_head=N_HEAD, attention_on=True, mlp_on=True,
     n_head = check_params(params, n_head, _flag(tied, "tied"))
     for name, flag in (("attention_on", attention_on), ("mlp_on", mlp_on), ("mask", mask)):
         _flag(flag, name)
-    if not isinstance(trace, (dict, type(None))) or not isinstance(cache, (list, type(None))):
-        raise ValueError("forward's trace must be a dict and its cache a list (or None).")
-    start = len(cache[0].get("k", ())) if cache else 0
+    if not isinstance(trace, (dict, type(None))):
+        raise ValueError(f"forward's trace must be a dict (or None), not {_shown(trace)}.")
+    start = check_cache(cache, params, attention_on)        # positions already in the cache
     ids = check_ids(ids, len(params["wpe"]) - start, len(params["wte"]))
+    if cache:
+        check_cache_batch(cache, ids)
     if cache is not None and not cache:
         cache.extend({} for _ in params["blocks"])
     x = embed(ids, params["wte"], params["wpe"], start)    # [n, d]
-    y = x
+    y, traces = x, [{} for _ in params["blocks"]]    # what each block computed
     for i, blk in enumerate(params["blocks"]):
-        t = {} if trace is not None else None
         y = block(y, blk, n_head=n_head, attention_on=attention_on, mlp_on=mlp_on, mask=mask,
-                  trace=t, cache=None if cache is None else cache[i])
-        if trace is not None:
-            trace.setdefault("blocks", []).append(t)
+                  trace=None if trace is None else traces[i],
+                  cache=None if cache is None else cache[i])
     f = layer_norm(y, **params["ln_f"])            # [n, d]
     logits = unembed(f, params, tied)               # [n, V]
-    if trace is not None:
-        trace.update(trace["blocks"][-1] if len(params["blocks"]) == 1 else {},
+    if trace is not None:                           # a trace used before is written anew
+        trace.clear()
+        trace.update(traces[-1] if len(traces) == 1 else {}, blocks=traces,
                      ids=ids, x=x, y=y, f=f, logits=logits)
     return logits
 

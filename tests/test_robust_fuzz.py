@@ -138,6 +138,11 @@ A = {
     "as_path": [FOLDER, st.just("load_gpt2"), either(st.sampled_from(["file", "folder"]))],
     "check_sampling": [NUMBER, either(st.integers(1, 5)), either(st.floats(0.1, 1))],
     "check_seed": [SEED], "check_distribution": [DIST, st.just("sample")],
+    "check_cache": [either(st.sampled_from([[], [{}], [{"k": np.zeros((2, 4)), "v": np.zeros((2, 4))}],
+                                            [{"k": np.zeros(4), "v": np.zeros(4)}]])),
+                    st.just(tm.PARAMS), st.booleans()],
+    "check_cache_batch": [st.just([{"k": np.zeros((1, 2, 4)), "v": np.zeros((1, 2, 4))}]),
+                          st.sampled_from([[1], [1, 2], np.array([[1, 2]]), np.array([[1], [2]])])],
     "explain_read_only_in_ipython": [], "frozen": [ROWS4],
     # toy_train
     "transpose": [ROWS4], "softmax_cross_entropy_backward": [ROWS12, either(st.lists(st.integers(0, 11), min_size=1, max_size=5))],
