@@ -578,7 +578,8 @@ def train(corpus, params=None, steps=200, lr=0.05, optimizer="adam", seed=0, tie
 
     The learning rate at each step is learning_rate(step, lr, steps, warmup, decay);
     clip: if given, the gradient is shortened to at most that length (clip_gradients)
-    before each step. callback(step, loss), if given, is called after each step.
+    before each step. callback(step, loss), if given, is called with the loss after each
+    number of steps, from 0 (the loss before training) to steps (history[step] = loss).
     Stops with a ValueError naming the learning rate if the loss diverges."""
     if not isinstance(optimizer, str) or optimizer not in ("adam", "sgd"):
         raise ValueError(f"optimizer must be 'adam' or 'sgd', not {_shown(optimizer)}.")
@@ -604,6 +605,8 @@ def train(corpus, params=None, steps=200, lr=0.05, optimizer="adam", seed=0, tie
                 loss, grads = np.inf, None                  # the weights overflowed
             history.append(loss)
             _check_diverged(history, grads, lr)
+            if callback is not None:
+                callback(step, loss)
             if step == steps:
                 return params, history
             if clip is not None:
@@ -613,8 +616,6 @@ def train(corpus, params=None, steps=200, lr=0.05, optimizer="adam", seed=0, tie
                 params, state = adam_step(params, grads, state, rate)
             else:
                 params = sgd_step(params, grads, rate)
-        if callback is not None:
-            callback(step + 1, loss)
 
 
 def _check_diverged(history, grads, lr):

@@ -253,6 +253,27 @@ def test_the_live_curve_shows_the_run_it_trains():
     assert f"loss {tm.fmt(history[0])} → {tm.fmt(history[-1])} nats" in root.progress.value
 
 
+def test_every_frame_of_the_live_curve_shows_the_losses_up_to_the_step_it_names(monkeypatch):
+    """Each picture drawn during the run, not only the last: its line holds the loss after
+    0, 1, ..., s steps, and its progress line names step s with that step's loss."""
+    import toy_widgets.lab08_training as lab
+    frames = []
+
+    def record(fig):
+        root = tm.train_live.panel
+        frames.append((list(root.line.get_ydata()), root.progress.value))
+    monkeypatch.setattr(lab, "redraw", record)
+    corpus = tm.load_corpus()
+    _, history = tm.train_live(corpus, steps=25, every=10, seed=2)
+    during = frames[:-1]                                  # the last one: the finished curve
+    assert [len(line) - 1 for line, _ in during] == [0, 10, 20, 25]
+    for line, progress in during:
+        step = len(line) - 1
+        assert line == history[:step + 1]
+        assert progress == f"step {step} of 25 · loss {tm.fmt(history[step])} nats"
+    assert frames[-1][0] == history
+
+
 # --- The corpus and bad input ----------------------------------------------------------------
 
 def test_the_corpus_fits_the_vocabulary_and_the_context():

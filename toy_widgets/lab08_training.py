@@ -60,7 +60,7 @@ def train_live(corpus, steps=200, every=20, **options):
         progress.value = html.escape(problem)
         return None, losses
 
-    def on_step(step, loss):
+    def on_step(step, loss):                            # loss after `step` steps
         losses.append(loss)
         if step % every == 0 or step == steps:
             line.set_data(range(len(losses)), losses)
