@@ -7,10 +7,13 @@ ValueError with one sentence saying what was wrong and what is allowed. toy_mode
 toy_train and toy_gpt2 all use them, so the same mistake gets the same sentence
 everywhere. The model's weights are read-only (Frozen), for the same reason.
 """
+import contextlib
 import copy
+import functools
 import os
 import re
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -521,6 +524,180 @@ def explain_read_only_in_ipython():
 
 
 def frozen(leaf):
-    """A weight as a Frozen array of floats, over memory that cannot be made writable."""
-    arr = np.array(as_numbers(leaf, "freeze"), dtype=float)
-    return np.ndarray.__new__(Frozen, arr.shape, float, buffer=arr.tobytes())
+    """A weight as a Frozen array of floats (float32 stays float32), over memory that cannot
+    be made writable. Its numbers are checked here, once: a Frozen weight cannot change."""
+    arr = as_numbers(leaf, "freeze")
+    return np.ndarray.__new__(Frozen, arr.shape, arr.dtype, buffer=np.ascontiguousarray(arr).tobytes())
+
+
+# --- Checks declared on the model's building blocks ----------------------------------
+# The building blocks of the forward pass (layer_norm, linear, attention, block, ...) hold
+# their maths and nothing else. A learner may still call one directly with anything, so
+# each is declared @checked(its check below): the check runs on a direct call, turns the
+# arguments into the form the block computes with, or raises the course's sentence. While
+# a door (forward, or a block called directly) is running, the blocks it calls are not
+# checked again: the door has checked what comes in, and the blocks' own results fit.
+
+_DOOR = threading.local()
+
+
+@contextlib.contextmanager
+def checked_inside():
+    """Within this, the declared checks of the building blocks are skipped."""
+    before = getattr(_DOOR, "inside", False)
+    _DOOR.inside = True
+    try:
+        yield
+    finally:
+        _DOOR.inside = before
+
+
+def checked(check):
+    """Declare a building block's check: check(*args, **kwargs) -> (args, kwargs)."""
+    def declare(block):
+        @functools.wraps(block)
+        def door(*args, **kwargs):
+            if getattr(_DOOR, "inside", False):
+                return block(*args, **kwargs)
+            args, kwargs = check(*args, **kwargs)
+            with checked_inside():
+                return block(*args, **kwargs)
+        return door
+    return declare
+
+
+def _rows(x, who, d=None):
+    """x as rows of numbers (at least one axis), with d numbers each if d is given."""
+    x = as_numbers(x, who, min_dims=1)
+    if d is not None and x.shape[-1] != d:
+        raise ValueError(f"{who} takes rows of d = {d} numbers, not an array of shape {x.shape}.")
+    return x
+
+
+def _linear_layer(layer, who, d_in, d_out=None):
+    """A layer's {"w": [d_in, d_out], "b": [d_out] or one number} as arrays, or one sentence."""
+    as_layer(layer, who)
+    w, b = as_numbers(layer["w"], who), as_numbers(layer["b"], who)
+    if w.ndim != 2 or w.shape[0] != d_in or d_out is not None and w.shape[1] != d_out \
+            or b.shape not in ((), w.shape[1:]):
+        raise ValueError(f"{who} takes w [d_in, d_out] and b [d_out] for rows of d_in = {d_in} "
+                         f"numbers; got w {w.shape}, b {b.shape}.")
+    return {"w": w, "b": b if b.ndim else float(b)}
+
+
+def check_layer_norm(x, g, b, eps=1e-5):
+    x = as_numbers(x, "layer_norm", min_dims=1)
+    g, b = (as_numbers(w, "layer_norm's g and b") for w in (g, b))   # one number: a float, weak
+    g, b = (w if w.ndim else float(w) for w in (g, b))                 # (float32 x stays float32)
+    if {np.shape(g), np.shape(b)} - {(), x.shape[-1:]} or not (_is_number(eps) and 0 < eps < 1):
+        raise ValueError(f"layer_norm takes x with rows of d numbers, g and b of d numbers each "
+                         f"(or one), and a small eps > 0; got x {x.shape}, g {np.shape(g)}, "
+                         f"b {np.shape(b)}.")
+    return (x, g, b, eps), {}
+
+
+def check_gelu(x):
+    return (as_numbers(x, "gelu"),), {}
+
+
+def check_softmax(z, axis=-1):
+    return (_as_logits(z, "softmax", axis), axis), {}
+
+
+def check_log_softmax(z):
+    return (_as_logits(z, "log_softmax"),), {}
+
+
+def check_linear(x, w, b):
+    x, w, b = as_numbers(x, "linear", min_dims=1), as_numbers(w, "linear"), as_numbers(b, "linear")
+    if w.ndim != 2 or w.shape[0] != x.shape[-1] or b.shape not in ((), w.shape[1:]):
+        raise ValueError(f"linear takes x [n, d_in], w [d_in, d_out] and b [d_out]; got x "
+                         f"{x.shape}, w {w.shape}, b {b.shape}.")
+    return (x, w, b if b.ndim else float(b)), {}
+
+
+def check_embed(ids, wte, wpe, start=0):
+    wte, wpe = as_numbers(wte, "embed", min_dims=2), as_numbers(wpe, "embed", min_dims=2)
+    start = _count(start, "embed's start", low=0)
+    batch = isinstance(ids, np.ndarray) and ids.ndim == 2          # [B, n], for training
+    ids = np.asarray(ids if batch else as_ids(ids, "embed", len(wte)))
+    if wte.ndim != 2 or wpe.ndim != 2 or wte.shape[1] != wpe.shape[1] or ids.dtype.kind not in "iu" \
+            or not ((0 <= ids) & (ids < len(wte))).all() or start + ids.shape[-1] > len(wpe):
+        raise ValueError(f"embed takes ids (0 to V - 1, at most n_ctx - start of them), wte [V, d] "
+                         f"and wpe [n_ctx, d]; got ids {ids.shape}, wte {wte.shape}, wpe {wpe.shape}.")
+    return (ids, wte, wpe, start), {}
+
+
+def check_causal_mask(n):
+    return (_count(n, "causal_mask", high=2**13),), {}       # an n x n table: 64 MB at most
+
+
+def _dict_or_none(value, what):
+    if not isinstance(value, (dict, type(None))):
+        raise ValueError(f"{what} must be a dict (or None), not {_shown(value)}.")
+    return value
+
+
+def check_attention(q, k, v, mask=True, trace=None):
+    q, k, v = (as_numbers(a, "attention", min_dims=2) for a in (q, k, v))
+    if q.shape[-1] != k.shape[-1] or k.shape[:-1] != v.shape[:-1] or q.shape[:-2] != k.shape[:-2] \
+            or _flag(mask, "mask") and q.shape[-2] > k.shape[-2]:
+        raise ValueError(f"attention takes q [m, d_head], k [n, d_head] and v [n, d_v] (m <= n "
+                         f"with the mask); got q {q.shape}, k {k.shape}, v {v.shape}.")
+    return (q, k, v, bool(mask), _dict_or_none(trace, "attention's trace")), {}
+
+
+def check_multi_head(x, c_attn, c_proj, n_head, mask=True, trace=None, cache=None):
+    x = as_numbers(x, "multi_head", min_dims=2)
+    c_attn = _linear_layer(c_attn, "multi_head's c_attn", x.shape[-1])
+    if c_attn["w"].shape[1] % 3:
+        raise ValueError(f"multi_head's c_attn makes q, k and v side by side: its w needs a "
+                         f"number of columns that 3 divides, not {c_attn['w'].shape[1]}.")
+    d = c_attn["w"].shape[1] // 3                   # the width of q, k and v (GPT-2: x's)
+    c_proj = _linear_layer(c_proj, "multi_head's c_proj", d)
+    n_head = check_n_head(n_head, d)
+    _flag(mask, "mask")
+    _dict_or_none(trace, "multi_head's trace")
+    _dict_or_none(cache, "multi_head's cache")
+    if cache and not (isinstance(cache.get("k"), np.ndarray) and isinstance(cache.get("v"), np.ndarray)
+                      and cache["k"].shape == cache["v"].shape and cache["k"].shape[:-2] == x.shape[:-2]
+                      and cache["k"].shape[-1] == d):
+        raise ValueError("multi_head's cache holds the keys and values of earlier positions, "
+                         "{'k': [n, d], 'v': [n, d]}, as multi_head fills it (start with {}).")
+    return (x, c_attn, c_proj, n_head, bool(mask), trace, cache), {}
+
+
+def check_mlp(x, c_fc, c_proj, trace=None):
+    x = _rows(x, "mlp")
+    c_fc = _linear_layer(c_fc, "mlp's c_fc", x.shape[-1])
+    c_proj = _linear_layer(c_proj, "mlp's c_proj", c_fc["w"].shape[1], x.shape[-1])
+    return (x, c_fc, c_proj, _dict_or_none(trace, "mlp's trace")), {}
+
+
+def check_block(x, blk, n_head, attention_on=True, mlp_on=True, mask=True, trace=None, cache=None):
+    if not isinstance(blk, dict) or set(blk) != {"ln_1", "attn", "ln_2", "mlp"}:
+        raise ValueError(f"block takes one block's weights, a dict with ln_1, attn, ln_2 and mlp "
+                         f"(as params['blocks'][0]), not {_shown(blk)}.")
+    x = as_numbers(x, "block", min_dims=2)
+    for part, keys in [("ln_1", ("g", "b")), ("attn", ("c_attn", "c_proj")), ("ln_2", ("g", "b")),
+                       ("mlp", ("c_fc", "c_proj"))]:
+        as_layer(blk[part], f"block's {part}", keys)
+    for part in ("ln_1", "ln_2"):
+        check_layer_norm(x, **blk[part])
+    (_, c_attn, c_proj, n_head, mask, trace, cache), _ = check_multi_head(
+        x, **blk["attn"], n_head=n_head, mask=mask, trace=trace, cache=cache)
+    (_, c_fc, mlp_proj, _), _ = check_mlp(x, **blk["mlp"])
+    on = _flag(attention_on, "attention_on"), _flag(mlp_on, "mlp_on")
+    return (x, blk, n_head, *on, mask, trace, cache), {}
+
+
+def check_unembed(f, params, tied=False):
+    if not isinstance(params, dict) or "wte" not in params:
+        raise ValueError(f"unembed takes the weights' dict (with wte, and w_u unless tied), "
+                         f"not {_shown(params)}.")
+    tied = _flag(tied, "tied")
+    w_u = params["wte"].T if tied or "w_u" not in params else params["w_u"]
+    f, w_u = as_numbers(f, "unembed", min_dims=1), as_numbers(w_u, "unembed")
+    if w_u.ndim != 2 or w_u.shape[0] != f.shape[-1]:
+        raise ValueError(f"unembed takes f [n, d] and W_U [d, V]; got f {f.shape}, W_U {w_u.shape}.")
+    return (f, {"wte": w_u.T, "w_u": w_u}, tied), {}

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import regex
 
-from toy_checks import _at, _count, as_ids, as_path, check_params, check_seed
-from toy_model import N_HEAD, PARAMS, VOCAB, generate, show, walk, weight_name
+from toy_checks import ReadOnlyDict, _at, _count, as_ids, as_path, check_params, check_seed, frozen
+from toy_model import N_HEAD, PARAMS, VOCAB, freeze, generate, show, walk, weight_name
 
 # toy_model's functions run GPT-2 small (12 blocks, 12 heads, d = 768, 50,257 tokens) as
 # they are, once its weights sit in the PARAMS layout and its text is cut into its own
@@ -448,12 +448,11 @@ def load_gpt2(folder):
     def weight(name):
         return np.asarray(stored[name], dtype=np.float32)     # no copy if already float32
 
-    params = _params_tree(L, weight)
     tied = config.get("tie_word_embeddings", True) or "lm_head.weight" not in stored
     if not tied and tuple(stored["lm_head.weight"].shape) != shapes["wte.weight"]:
         raise ValueError(f"lm_head.weight has shape {tuple(stored['lm_head.weight'].shape)}, "
                          f"but config.json's sizes need {shapes['wte.weight']}.")
-    params["w_u"] = (params["wte"] if tied else weight("lm_head.weight")).T    # [d, V], a view
+    params = _read_only(_params_tree(L, weight), None if tied else weight("lm_head.weight").T)
     vocab, merges = read_bpe(folder)
     if max(vocab.values(), default=0) >= len(params["wte"]):
         raise ValueError(f"vocab.json has ids up to {max(vocab.values())}, "
@@ -638,9 +637,16 @@ def gpt2_small_shapes(seed=0, n_layer=12, d=768, vocab=50257, n_ctx=1024):
         views[name] = buffer[start:start + size].reshape(shape)
         start += size
     gains = {n for n, (*_, key) in _layers(n_layer) if key == "g"}        # near 1
-    params = _params_tree(n_layer, lambda n: views[n] + 1 if n in gains else views[n])
-    params["w_u"] = params["wte"].T
-    return params
+    return _read_only(_params_tree(n_layer, lambda n: views[n] + 1 if n in gains else views[n]))
+
+
+def _read_only(params, w_u=None):
+    """The weights read-only, each checked once (finite, of ordinary size) as it is frozen:
+    forward then trusts them on every call, as it trusts the toy's. w_u: the untied
+    unembedding [d, V]; without it, W_U is wte^T itself (a view, no copy)."""
+    params = dict(freeze(params))
+    params["w_u"] = params["wte"].T if w_u is None else frozen(w_u)
+    return ReadOnlyDict(params)
 
 
 def params_by_part(params):

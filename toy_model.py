@@ -36,11 +36,12 @@ import re
 import numpy as np
 
 from toy_checks import (ReadOnlyDict, ReadOnlyList, _as_floats, _at, _as_logits, _count, _flag,
-                        _is_number, _mismatch, _short, _shown, as_ids, as_layer, as_numbers,
-                        check_n_head, check_distribution, check_ids, check_params,
-                        check_cache, check_cache_batch, check_sampling, check_seed,
-                        check_targets, explain_read_only_in_ipython,
-                        frozen)
+                        _is_number, _mismatch, _short, _shown, as_ids, as_numbers, check_attention,
+                        check_block, check_cache, check_cache_batch, check_causal_mask,
+                        check_distribution, check_embed, check_gelu, check_ids, check_layer_norm,
+                        check_linear, check_log_softmax, check_mlp, check_multi_head, check_params,
+                        check_sampling, check_seed, check_softmax, check_targets, check_unembed,
+                        checked, checked_inside, explain_read_only_in_ipython, frozen)
 
 # --- 1. Tokens ---------------------------------------------------------------
 
@@ -274,72 +275,55 @@ explain_read_only_in_ipython()                    # np.asarray(W)[0, 0] = 5: the
 
 
 # --- 3. The pieces of the forward pass ------------------------------------------
+# Each piece holds its maths. Its check, for a learner who calls it directly with anything,
+# is declared above it (@checked, see toy_checks) and skipped when forward calls it.
 
+@checked(check_layer_norm)
 def layer_norm(x, g, b, eps=1e-5):
     """GPT-2's LayerNorm, row by row: subtract the mean, divide by the std, then g and b."""
-    x = as_numbers(x, "layer_norm", min_dims=1)
-    g, b = (as_numbers(w, "layer_norm's g and b") for w in (g, b))   # one number: a float, weak
-    g, b = (w if w.ndim else float(w) for w in (g, b))                 # (float32 x stays float32)
-    if {np.shape(g), np.shape(b)} - {(), x.shape[-1:]} or not (_is_number(eps) and 0 < eps < 1):
-        raise ValueError(f"layer_norm takes x with rows of d numbers, g and b of d numbers each "
-                         f"(or one), and a small eps > 0; got x {x.shape}, g {np.shape(g)}, "
-                         f"b {np.shape(b)}.")
     mean = x.mean(axis=-1, keepdims=True)
     var = x.var(axis=-1, keepdims=True)          # population variance, as GPT-2
     return g * (x - mean) / np.sqrt(var + eps) + b
 
 
+@checked(check_gelu)
 def gelu(x):
     """GPT-2's GELU (the tanh form): like ReLU, but smooth, and slightly negative below 0."""
-    x = as_numbers(x, "gelu")
     t = np.clip(x, -10, 10)                         # tanh is ±1 beyond: no cube to overflow
     return 0.5 * x * (1 + np.tanh((2 / np.pi) ** 0.5 * (t + 0.044715 * t * t * t)))
 
 
+@checked(check_softmax)
 def softmax(z, axis=-1):
     """Scores -> probabilities. Subtracting the max first changes nothing (a constant
     shift cancels) but keeps e^z finite for logits like 1000."""
-    z = _as_logits(z, "softmax", axis)
     e = np.exp(z - z.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
 
 
+@checked(check_linear)
 def linear(x, w, b):
-    x, w, b = as_numbers(x, "linear", min_dims=1), as_numbers(w, "linear"), as_numbers(b, "linear")
-    if w.ndim != 2 or w.shape[0] != x.shape[-1] or b.shape not in ((), w.shape[1:]):
-        raise ValueError(f"linear takes x [n, d_in], w [d_in, d_out] and b [d_out]; got x "
-                         f"{x.shape}, w {w.shape}, b {b.shape}.")
-    return x @ w + (b if b.ndim else float(b))                               # [n, d_in] -> [n, d_out]
+    """Each row times w, plus b: the layer every projection of GPT-2 is made of."""
+    return x @ w + b                                # [n, d_in] -> [n, d_out]
 
 
+@checked(check_embed)
 def embed(ids, wte, wpe, start=0):
     """ids -> x: each token's row of wte plus its position's row of wpe (positions count
     from `start`, the number of tokens already in a KV cache)."""
-    wte, wpe = as_numbers(wte, "embed", min_dims=2), as_numbers(wpe, "embed", min_dims=2)
-    start = _count(start, "embed's start", low=0)
-    batch = isinstance(ids, np.ndarray) and ids.ndim == 2          # [B, n], for training
-    ids = np.asarray(ids if batch else as_ids(ids, "embed", len(wte)))
-    if wte.ndim != 2 or wpe.ndim != 2 or wte.shape[1] != wpe.shape[1] or ids.dtype.kind not in "iu" \
-            or not ((0 <= ids) & (ids < len(wte))).all() or start + ids.shape[-1] > len(wpe):
-        raise ValueError(f"embed takes ids (0 to V - 1, at most n_ctx - start of them), wte [V, d] "
-                         f"and wpe [n_ctx, d]; got ids {ids.shape}, wte {wte.shape}, wpe {wpe.shape}.")
     return wte[ids] + wpe[start:start + ids.shape[-1]]     # [n] -> [n, d]
 
 
+@checked(check_causal_mask)
 def causal_mask(n):
     """True where row i may look at column j: itself and earlier positions only."""
-    n = _count(n, "causal_mask", high=2**13)       # an n x n table: 64 MB at most
     return np.tril(np.ones((n, n), dtype=bool))     # [n, n]
 
 
+@checked(check_attention)
 def attention(q, k, v, mask=True, trace=None):
     """One head: scores = q k^T / sqrt(d_head), softmax by row, weighted sum of v.
     q may have fewer rows than k and v: they are then the newest positions."""
-    q, k, v = (as_numbers(a, "attention", min_dims=2) for a in (q, k, v))
-    if q.shape[-1] != k.shape[-1] or k.shape[:-1] != v.shape[:-1] or q.shape[:-2] != k.shape[:-2] \
-            or _flag(mask, "mask") and q.shape[-2] > k.shape[-2]:
-        raise ValueError(f"attention takes q [m, d_head], k [n, d_head] and v [n, d_v] (m <= n "
-                         f"with the mask); got q {q.shape}, k {k.shape}, v {v.shape}.")
     scores = q @ k.swapaxes(-1, -2) / q.shape[-1] ** 0.5    # [m, n]: q k^T
     if mask:                                        # the new rows are the mask's last rows
         scores = np.where(causal_mask(k.shape[-2])[k.shape[-2] - q.shape[-2]:], scores, -np.inf)
@@ -350,15 +334,10 @@ def attention(q, k, v, mask=True, trace=None):
     return out
 
 
+@checked(check_multi_head)
 def multi_head(x, c_attn, c_proj, n_head, mask=True, trace=None, cache=None):
     """All heads side by side: project to q, k, v, split into heads, attend, concat, W_O.
     cache: a dict that keeps the keys and values of earlier positions; the new ones join it."""
-    x = as_numbers(x, "multi_head", min_dims=2)
-    as_layer(c_attn, "multi_head's c_attn")
-    as_layer(c_proj, "multi_head's c_proj")
-    n_head = check_n_head(n_head, x.shape[-1])
-    if not isinstance(cache, (dict, type(None))) or not isinstance(trace, (dict, type(None))):
-        raise ValueError("multi_head's cache and trace must each be a dict (or None).")
     q, k, v = np.split(linear(x, **c_attn), 3, axis=-1)    # [n, 3d] -> 3 x [n, d]
     if cache is not None:
         k = cache["k"] = np.concatenate([cache["k"], k], axis=-2) if "k" in cache else k
@@ -373,10 +352,9 @@ def multi_head(x, c_attn, c_proj, n_head, mask=True, trace=None, cache=None):
     return out
 
 
+@checked(check_mlp)
 def mlp(x, c_fc, c_proj, trace=None):
     """Widen, GELU, narrow back: each hidden unit asks one question of the row."""
-    as_layer(c_fc, "mlp's c_fc")
-    as_layer(c_proj, "mlp's c_proj")
     pre = linear(x, **c_fc)                         # [n, d] -> [n, d_mlp]
     act = gelu(pre)
     out = linear(act, **c_proj)                     # [n, d_mlp] -> [n, d]
@@ -388,15 +366,9 @@ def mlp(x, c_fc, c_proj, trace=None):
 # Each piece takes its weights by their GPT-2 names (layer_norm(x, g, b), linear(x, w, b),
 # mlp(x, c_fc, c_proj)); a block takes its whole dict, blk = params["blocks"][i].
 
+@checked(check_block)
 def block(x, blk, n_head, attention_on=True, mlp_on=True, mask=True, trace=None, cache=None):
     """Pre-LN transformer block: h = x + attn(LN1(x)), y = h + mlp(LN2(h))."""
-    if not isinstance(blk, dict) or set(blk) != {"ln_1", "attn", "ln_2", "mlp"}:
-        raise ValueError(f"block takes one block's weights, a dict with ln_1, attn, ln_2 and mlp "
-                         f"(as params['blocks'][0]), not {_shown(blk)}.")
-    for part, keys in [("ln_1", ("g", "b")), ("attn", ("c_attn", "c_proj")), ("ln_2", ("g", "b")),
-                       ("mlp", ("c_fc", "c_proj"))]:
-        as_layer(blk[part], f"block's {part}", keys)
-    attention_on, mlp_on = _flag(attention_on, "attention_on"), _flag(mlp_on, "mlp_on")
     a = layer_norm(x, **blk["ln_1"])                # [n, d]
     h = x + multi_head(a, **blk["attn"], n_head=n_head, mask=mask, trace=trace,
                        cache=cache) if attention_on else x
@@ -407,15 +379,10 @@ def block(x, blk, n_head, attention_on=True, mlp_on=True, mask=True, trace=None,
     return y                                        # [n, d]
 
 
+@checked(check_unembed)
 def unembed(f, params, tied=False):
     """f -> logits: one dot product per vocabulary token. Tied: W_U = wte^T."""
-    if not isinstance(params, dict) or "wte" not in params:
-        raise ValueError(f"unembed takes the weights' dict (with wte, and w_u unless tied), "
-                         f"not {_shown(params)}.")
     w_u = params["wte"].T if tied or "w_u" not in params else params["w_u"]
-    f, w_u = as_numbers(f, "unembed", min_dims=1), as_numbers(w_u, "unembed")
-    if w_u.ndim != 2 or w_u.shape[0] != f.shape[-1]:
-        raise ValueError(f"unembed takes f [n, d] and W_U [d, V]; got f {f.shape}, W_U {w_u.shape}.")
     return f @ w_u                                  # [n, d] -> [n, V]
 
 
@@ -437,14 +404,15 @@ def forward(ids, params=PARAMS, n_head=N_HEAD, attention_on=True, mlp_on=True,
         check_cache_batch(cache, ids)
     if cache is not None and not cache:
         cache.extend({} for _ in params["blocks"])
-    x = embed(ids, params["wte"], params["wpe"], start)    # [n, d]
-    y, traces = x, [{} for _ in params["blocks"]]    # what each block computed
-    for i, blk in enumerate(params["blocks"]):
-        y = block(y, blk, n_head=n_head, attention_on=attention_on, mlp_on=mlp_on, mask=mask,
-                  trace=None if trace is None else traces[i],
-                  cache=None if cache is None else cache[i])
-    f = layer_norm(y, **params["ln_f"])            # [n, d]
-    logits = unembed(f, params, tied)               # [n, V]
+    with checked_inside():                          # all checked: the pieces run bare
+        x = embed(np.asarray(ids), params["wte"], params["wpe"], start)    # [n, d]
+        y, traces = x, [{} for _ in params["blocks"]]    # what each block computed
+        for i, blk in enumerate(params["blocks"]):
+            y = block(y, blk, n_head=n_head, attention_on=attention_on, mlp_on=mlp_on, mask=mask,
+                      trace=None if trace is None else traces[i],
+                      cache=None if cache is None else cache[i])
+        f = layer_norm(y, **params["ln_f"])        # [n, d]
+        logits = unembed(f, params, tied)           # [n, V]
     if trace is not None:                           # a trace used before is written anew
         trace.clear()
         trace.update(traces[-1] if len(traces) == 1 else {}, blocks=traces,
@@ -471,10 +439,10 @@ def run(text="the cat climbed the", **options):
 
 # --- 4. The loss ---------------------------------------------------------------
 
+@checked(check_log_softmax)
 def log_softmax(z):
     """ln p, straight from the logits: z - ln(sum e^z), with the max subtracted first
     (the "log-sum-exp" trick). Finite for any finite logits, even ±1000."""
-    z = _as_logits(z, "log_softmax")
     z = z - z.max(axis=-1, keepdims=True)
     return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
 

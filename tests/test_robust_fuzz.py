@@ -181,6 +181,13 @@ A = {
     "params_by_part": [PARAMS], "tokenizers_merges": [TEXT, COUNT], "time_generation": [IDS, PARAMS, either(st.just(2)), COUNT, FLAG],
 }
 
+# The building blocks' declared checks take what the blocks take.
+A.update({f"check_{name}": A[name] for name in ["layer_norm", "gelu", "softmax", "log_softmax", "linear",
+                                                 "embed", "causal_mask", "attention", "multi_head",
+                                                 "mlp", "block", "unembed"]})
+A.update({"checked": "skip: a decorator, applied to the model's functions above",
+          "checked_inside": "skip: a context the model's doors enter, no arguments"})
+
 
 def public_functions():
     """Every public function defined in the model modules, as (module name, name, function)."""
