@@ -123,6 +123,24 @@ def test_a_hugging_face_checkpoint_gives_the_reference_logits(tmp_path, prefix):
     assert np.abs(tm.forward(ids, lab["params"], lab["n_head"]) - expected).max() < 1e-4
 
 
+def test_save_gpt2_writes_each_tensor_as_hugging_faces_layout_holds_it(tmp_path):
+    """Byte for byte against the test's own writer of Hugging Face's layout: a weight
+    written transposed (a square c_proj, say) would still round-trip through the course's
+    own save and load, but not match this."""
+    from safetensors.numpy import load_file
+    rng = np.random.default_rng(8)
+    params = random_params(rng, vocab=12, n_ctx=8, d=8, n_layer=2)
+    w_u = rng.normal(0, 1, (8, 12))
+    ours = load_file(tm.save_gpt2(tmp_path / "ours", {**params, "w_u": w_u}, 2) / "model.safetensors")
+    theirs = load_file(write_hf_checkpoint(tmp_path / "ref", params, 2, "transformer.", w_u.T)
+                       / "model.safetensors")
+    buffers = {n for n in theirs if n.endswith((".attn.bias", ".attn.masked_bias"))}
+    assert set(ours) == set(theirs) - buffers
+    for name, tensor in ours.items():
+        assert tensor.dtype == theirs[name].dtype and tensor.shape == theirs[name].shape, name
+        assert tensor.tobytes() == theirs[name].tobytes(), f"{name} is not stored as Hugging Face stores it"
+
+
 def test_an_untied_checkpoint_uses_its_lm_head(tmp_path):
     rng = np.random.default_rng(6)
     params = random_params(rng, vocab=12, n_ctx=8, d=8, n_layer=2)
