@@ -172,6 +172,13 @@ code_exercise(
 HEAD_TITLES = ["head 1: what was climbed?", "head 2: who is acting?"]
 
 
+def head_title(h, masked):
+    """Head h's map's title: its question, and under it whether the mask is on. Always two
+    lines, so that switching the mask (which repaints the titles in the layout they had)
+    fits; on one line, "head 2: who is acting? (no mask)" ran past the figure's edge."""
+    return f"{HEAD_TITLES[h]}\n({'causal mask' if masked else 'no mask'})"
+
+
 def future_leak(weights):
     """Per row, the weight that row puts on later positions (the future); 0 under the mask."""
     return np.triu(weights, k=1).sum(axis=1)
@@ -187,8 +194,8 @@ def outline_future(ax, n, color=VERMILION):
 
 def heads_figure(r, live=False):
     """Both heads' attention weights (from r = run(...)) as two heat maps side by side,
-    masked cells blank, the future outlined; from run(..., mask=False), "(no mask)" in
-    the titles. Returns fig, axes, [(im, texts), ...]."""
+    masked cells blank, the future outlined; from run(..., mask=False), "(no mask)" under
+    the titles, otherwise "(causal mask)". Returns fig, axes, [(im, texts), ...]."""
     tokens = r["tokens"]
     n = len(tokens)
     unmasked = n > 1 and bool(np.isfinite(r["heads"][0]["scores"]).all())
@@ -199,7 +206,7 @@ def heads_figure(r, live=False):
     for h, a in enumerate(axes):
         w = r["heads"][h]["weights"]
         maps.append(heatmap(a, np.where(np.isfinite(r["heads"][h]["scores"]), w, np.nan),
-                            tokens, tokens, HEAD_TITLES[h] + (" (no mask)" if unmasked else "")))
+                            tokens, tokens, head_title(h, masked=not unmasked)))
         a.set_xlabel("key (outlined: later tokens, the future)")
         a.set_ylabel("query")
         outline_future(a, n)
@@ -243,10 +250,11 @@ def mask_and_heads(text="the cat climbed the"):
             if slot < len(heads):
                 w = r["heads"][heads[slot]]["weights"]
                 set_heatmap(*maps[slot], np.where(allowed, w, np.nan) if masked else w)
-                a.set_title(HEAD_TITLES[heads[slot]] + ("" if masked else " (no mask)"))
+                a.set_title(head_title(heads[slot], masked))
         mask_button.icon = "check" if masked else ""     # pressed and ticked: mask on
-        if relayout:
-            fig.canvas.draw_idle()                       # the maps change size: draw it all
+        if relayout:                     # the maps change size: lay the figure out now, and the
+            fig.get_layout_engine().execute(fig)   # page's full draw lays it out again (one
+            fig.canvas.draw_idle()       # pass alone, from one head to both, cut off "query")
         else:
             redraw(fig)
         if masked:
