@@ -566,14 +566,6 @@ def checked(check):
     return declare
 
 
-def _rows(x, who, d=None):
-    """x as rows of numbers (at least one axis), with d numbers each if d is given."""
-    x = as_numbers(x, who, min_dims=1)
-    if d is not None and x.shape[-1] != d:
-        raise ValueError(f"{who} takes rows of d = {d} numbers, not an array of shape {x.shape}.")
-    return x
-
-
 def _linear_layer(layer, who, d_in, d_out=None):
     """A layer's {"w": [d_in, d_out], "b": [d_out] or one number} as arrays, or one sentence."""
     as_layer(layer, who)
@@ -633,9 +625,9 @@ def check_causal_mask(n):
 
 
 def _dict_or_none(value, what):
-    if not isinstance(value, (dict, type(None))):
-        raise ValueError(f"{what} must be a dict (or None), not {_shown(value)}.")
-    return value
+    if isinstance(value, (dict, type(None))):
+        return value
+    raise ValueError(f"{what} must be a dict (or None), not {_shown(value)}.")
 
 
 def check_attention(q, k, v, mask=True, trace=None):
@@ -656,9 +648,7 @@ def check_multi_head(x, c_attn, c_proj, n_head, mask=True, trace=None, cache=Non
     d = c_attn["w"].shape[1] // 3                   # the width of q, k and v (GPT-2: x's)
     c_proj = _linear_layer(c_proj, "multi_head's c_proj", d)
     n_head = check_n_head(n_head, d)
-    _flag(mask, "mask")
-    _dict_or_none(trace, "multi_head's trace")
-    _dict_or_none(cache, "multi_head's cache")
+    _flag(mask, "mask"), _dict_or_none(trace, "multi_head's trace"), _dict_or_none(cache, "its cache")
     if cache and not (isinstance(cache.get("k"), np.ndarray) and isinstance(cache.get("v"), np.ndarray)
                       and cache["k"].shape == cache["v"].shape and cache["k"].shape[:-2] == x.shape[:-2]
                       and cache["k"].shape[-1] == d):
@@ -668,7 +658,7 @@ def check_multi_head(x, c_attn, c_proj, n_head, mask=True, trace=None, cache=Non
 
 
 def check_mlp(x, c_fc, c_proj, trace=None):
-    x = _rows(x, "mlp")
+    x = as_numbers(x, "mlp", min_dims=1)
     c_fc = _linear_layer(c_fc, "mlp's c_fc", x.shape[-1])
     c_proj = _linear_layer(c_proj, "mlp's c_proj", c_fc["w"].shape[1], x.shape[-1])
     return (x, c_fc, c_proj, _dict_or_none(trace, "mlp's trace")), {}
@@ -686,9 +676,9 @@ def check_block(x, blk, n_head, attention_on=True, mlp_on=True, mask=True, trace
         check_layer_norm(x, **blk[part])
     (_, c_attn, c_proj, n_head, mask, trace, cache), _ = check_multi_head(
         x, **blk["attn"], n_head=n_head, mask=mask, trace=trace, cache=cache)
-    (_, c_fc, mlp_proj, _), _ = check_mlp(x, **blk["mlp"])
-    on = _flag(attention_on, "attention_on"), _flag(mlp_on, "mlp_on")
-    return (x, blk, n_head, *on, mask, trace, cache), {}
+    check_mlp(x, **blk["mlp"])
+    return (x, blk, n_head, _flag(attention_on, "attention_on"), _flag(mlp_on, "mlp_on"), mask,
+            trace, cache), {}
 
 
 def check_unembed(f, params, tied=False):
