@@ -298,7 +298,7 @@ def train_bpe(words, n_merges, ties="first"):
     rule of Hugging Face's tokenizers."""
     if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) for w in words):
         raise ValueError("train_bpe takes a list of words (strings), such as "
-                         "[tm.byte_chars(w) for w in tm.pre_split(text)].")
+                         "[tg.byte_chars(w) for w in tg.pre_split(text)].")
     n_merges = _count(n_merges, "n_merges", low=0)
     if ties not in ("first", "ids"):
         raise ValueError(f"ties is 'first' or 'ids', not {ties!r}.")
@@ -601,7 +601,7 @@ def token_texts(lab, ids):
     def printable(c):
         return c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
     if not isinstance(lab, dict) or not callable(lab.get("decode")):
-        raise ValueError("token_texts takes a loaded model (lab = tm.load_gpt2(folder)) and ids.")
+        raise ValueError("token_texts takes a loaded model (lab = tg.load_gpt2(folder)) and ids.")
     ids = as_ids(ids, "token_texts", 2**62)
     return ["".join(map(printable, show(lab["decode"]([i])))) for i in ids]
 

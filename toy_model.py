@@ -27,9 +27,10 @@ forward pass reproduces every figure of the course's Output page.
 
 The labs have modules of their own: toy_train.py (lab 08, the gradients by hand) and
 toy_gpt2.py (lab 09, GPT-2's tokenizer and checkpoints). The plots, widgets and
-exercises live in the package toy_widgets/. A notebook reaches all of them through this
-module (tm.logit_playground(), tm.train(...)), which itself needs numpy alone: see the
-last lines of this file.
+exercises live in the package toy_widgets/. A notebook imports each where it lives:
+`import toy_model as tm`, `import toy_widgets as tw` (tw.logit_playground()), and a lab
+its own module (`import toy_train as tt`, `import toy_gpt2 as tg`). This module needs
+numpy alone.
 """
 import re
 
@@ -535,26 +536,3 @@ def generate(prompt, temperature=0.0, top_k=None, top_p=None, seed=0, params=PAR
         steps.append({"ids": list(ids), "p": p, "next": nxt})
         ids.append(nxt)
     return steps
-
-
-# --- The labs and the notebooks' widgets -----------------------------------------
-# Lab 08's code lives in toy_train.py, lab 09's in toy_gpt2.py, and the plots, widgets
-# and exercises in the package toy_widgets/ (matplotlib, ipywidgets), so that the model
-# above imports with numpy alone. A notebook still writes `tm.train(...)` or
-# `tm.logit_playground()`: the first name this module lacks is looked up there.
-
-LAZY = ("toy_train", "toy_gpt2", "toy_widgets")
-
-
-def __getattr__(name):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    import importlib
-    for module in LAZY:
-        found = getattr(importlib.import_module(module), name, _MISSING)
-        if found is not _MISSING:
-            return found
-    raise AttributeError(f"module 'toy_model' has no attribute {name!r}")
-
-
-_MISSING = object()

@@ -478,11 +478,11 @@ def check_corpus(corpus):
     each of at least 2 tokens (one to read, one to predict)."""
     if isinstance(corpus, str) or not isinstance(corpus, (list, tuple)) or not corpus:
         raise ValueError("A corpus is a non-empty list of token sequences: read text with "
-                         "tm.read_corpus(text) or tm.load_corpus().")
+                         "tt.read_corpus(text) or tt.load_corpus().")
     for seq in corpus:
         if isinstance(seq, str):
             raise ValueError(f"The corpus holds text ({_short(seq)!r}) where token ids belong: "
-                             "read text with tm.read_corpus(text) or tm.load_corpus().")
+                             "read text with tt.read_corpus(text) or tt.load_corpus().")
         ids = check_ids(seq, N_CTX, len(VOCAB)) if np.ndim(seq) == 1 else None
         if ids is None or len(ids) < 2:
             raise ValueError("Each text of a corpus is a list of at least 2 token ids (one to "

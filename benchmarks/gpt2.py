@@ -1,7 +1,7 @@
 """How fast the course's numpy forward pass runs GPT-2 small, beside PyTorch.
 
 GPT-2 small's shapes (12 blocks, 12 heads, d = 768, 50,257 tokens, 1,024 positions) with
-random float32 weights, tied like GPT-2's (tm.gpt2_small_shapes, as lab 09 uses); no download. It measures, with toy_model:
+random float32 weights, tied like GPT-2's (tg.gpt2_small_shapes, as lab 09 uses); no download. It measures, with toy_model:
 
 - one forward pass over 5 and over 64 tokens (all the logits, as GPT2LMHeadModel computes);
 - greedy generation of 20 tokens after a 5-token prompt, with the KV cache
@@ -11,7 +11,7 @@ random float32 weights, tied like GPT-2's (tm.gpt2_small_shapes, as lab 09 uses)
 - the memory a forward pass allocates, beside the weights' size (no copies of the weights).
 
 When PyTorch and transformers are installed (a benchmark extra, not a course requirement:
-`pip install torch transformers`), the same weights, saved with tm.save_gpt2 and opened by
+`pip install torch transformers`), the same weights, saved with tg.save_gpt2 and opened by
 GPT2LMHeadModel.from_pretrained, are timed the same way on the CPU with the same number of
 threads, and the two models' logits are compared.
 
@@ -39,6 +39,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import toy_model as tm  # noqa: E402
+import toy_gpt2 as tg  # noqa: E402
 
 N_NEW = 20
 PROMPT = [464, 3797, 19496, 262, 9753]            # any 5 ids below 50,257
@@ -120,8 +121,8 @@ def main():
           f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, "
           f"numpy {np.__version__}; best of {args.repeats} runs; load average before: "
           + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
-    params = tm.gpt2_small_shapes()
-    weight_bytes = 4 * tm.count_params(params)
+    params = tg.gpt2_small_shapes()
+    weight_bytes = 4 * tg.count_params(params)
     tracemalloc.start()
     tm.forward(list(range(64)), params, 12)
     peak = tracemalloc.get_traced_memory()[1]
@@ -143,7 +144,7 @@ def main():
               "(pip install torch transformers to add it).")
     if torch is not None:
         torch.set_num_threads(args.threads)
-        folder = tm.save_gpt2(tempfile.mkdtemp(), params, n_head=12)
+        folder = tg.save_gpt2(tempfile.mkdtemp(), params, n_head=12)
         transformers.logging.set_verbosity_error()
         model = transformers.GPT2LMHeadModel.from_pretrained(folder).eval()
         with torch.no_grad():

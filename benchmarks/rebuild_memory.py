@@ -49,16 +49,19 @@ class Kernel:
         return self.parent
 
 
-def builders(tm):
-    lab = tm.load_gpt2(tm.save_toy_as_gpt2(tempfile.mkdtemp()))
-    corpus = tm.load_corpus()
-    made = {name: getattr(tm, name) for name in [
+def builders():
+    import toy_gpt2 as tg
+    import toy_train as tt
+    import toy_widgets as tw
+    lab = tg.load_gpt2(tg.save_toy_as_gpt2(tempfile.mkdtemp()))
+    corpus = tt.load_corpus()
+    made = {name: getattr(tw, name) for name in [
         "tokenizer_widget", "embedding_scatter", "query_picker", "mask_and_heads",
         "block_branches", "logit_playground", "logit_shift", "attention_switch", "tying_switch",
         "temperature_explorer", "generation_stepper"]}
-    made["lab_attention"] = lambda: tm.lab_attention(lab)
-    made["train_live"] = lambda: (tm.train_live(corpus, steps=2, every=1), tm.train_live.panel)[1]
-    made["exercise"] = lambda: tm.exercise("06.3")
+    made["lab_attention"] = lambda: tw.lab_attention(lab)
+    made["train_live"] = lambda: (tw.train_live(corpus, steps=2, every=1), tw.train_live.panel)[1]
+    made["exercise"] = lambda: tw.exercise("06.3")
     return made
 
 
@@ -78,6 +81,9 @@ def main(argv=None):
     import matplotlib
     matplotlib.use("module://ipympl.backend_nbagg")
     import toy_model as tm
+    import toy_gpt2 as tg
+    import toy_train as tt
+    import toy_widgets as tw
     from toy_widgets import kit
     kernel = Kernel()
     kit._kernel = lambda: kernel                        # what the kit asks at each build
@@ -90,7 +96,7 @@ def main(argv=None):
         root._repr_mimebundle_()
         history.append(root)
 
-    made = builders(tm)
+    made = builders()
     if args.only:
         made = {name: made[name] for name in args.only.split(",")}
     for name, make in made.items():                     # warm-up: matplotlib's caches fill,

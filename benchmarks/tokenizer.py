@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import toy_model as tm  # noqa: E402
+import toy_gpt2 as tg  # noqa: E402
 
 PROSE = ("The cat climbed the roof, and the dog, which had never climbed anything taller "
          "than the sofa, watched it from the floor. It's 3 o'clock; they'll sleep soon.\n")
@@ -48,7 +49,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per text (best kept)")
     parser.add_argument("--kb", type=int, default=100, help="size of each text in kB (1000 bytes)")
     args = parser.parse_args()
-    _, _, vocab, merges = tm.gpt2_tokenizer()
+    _, _, vocab, merges = tg.gpt2_tokenizer()
     try:
         from tokenizers import Tokenizer, decoders, models, pre_tokenizers
         ranks = {t: i for t, i in vocab.items()}
@@ -61,7 +62,7 @@ def main():
           f"best of {args.repeats} runs, a fresh tokenizer each time")
     print(f"{'text':8} {'bytes':>8} {'tokens':>8} {'course BPE':>11} {'tokenizers':>11}  same ids")
     for kind, text in texts(args.kb * 1000).items():
-        seconds, ids = best_time(lambda: tm.bpe_tokenizer(vocab, merges)[0](text), args.repeats)
+        seconds, ids = best_time(lambda: tg.bpe_tokenizer(vocab, merges)[0](text), args.repeats)
         if theirs is not None:
             rust, enc = best_time(lambda: theirs.encode(text).ids, args.repeats)
             same, rust = str(enc == ids), f"{rust:10.3f}s"

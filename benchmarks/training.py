@@ -1,8 +1,8 @@
 """How fast does the toy train? Training steps per second, and how the time of one step
 grows with the corpus and with the length of the texts.
 
-One step is what tm.train does each time: the loss and every gradient on the whole batch
-(tm.loss_and_grads), then one Adam update (tm.adam_step). Times are medians over
+One step is what tt.train does each time: the loss and every gradient on the whole batch
+(tt.loss_and_grads), then one Adam update (tt.adam_step). Times are medians over
 repeated steps of this process's CPU time (time.process_time), which a busy machine
 disturbs less than the wall clock; the load average is printed with them.
 
@@ -31,6 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import toy_model as tm  # noqa: E402
+import toy_train as tt  # noqa: E402
 
 
 def step_time(ids, targets, params, repeats):
@@ -38,8 +39,8 @@ def step_time(ids, targets, params, repeats):
     state, times = None, []
     for _ in range(repeats + 2):
         start = time.process_time()
-        _, grads = tm.loss_and_grads(ids, targets, params)
-        params, state = tm.adam_step(params, grads, state, 0.05)
+        _, grads = tt.loss_and_grads(ids, targets, params)
+        params, state = tt.adam_step(params, grads, state, 0.05)
         times.append(time.process_time() - start)
     return float(np.median(times[2:]))                  # the first two warm up
 
@@ -58,10 +59,10 @@ def main():
     print(f"numpy {np.__version__}, Python {platform.python_version()}, {platform.machine()}, "
           f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
 
-    corpus = tm.load_corpus()
-    ids, targets = tm.corpus_batch(corpus)
+    corpus = tt.load_corpus()
+    ids, targets = tt.corpus_batch(corpus)
     start = time.process_time()
-    _, history = tm.train(corpus, steps=200, seed=2, lr=0.05, warmup=10, decay=True, clip=1.0)
+    _, history = tt.train(corpus, steps=200, seed=2, lr=0.05, warmup=10, decay=True, clip=1.0)
     run = time.process_time() - start
     print(f"\n1. The lab's run: {len(corpus)} texts (batch {ids.shape[0]} x {ids.shape[1]}), "
           f"200 Adam steps in {run:.2f} s of CPU = {200 / run:.0f} steps/s "
@@ -70,8 +71,8 @@ def main():
     rows, base = [], None
     for copies in [1, 2, 4, 8, 16, 32]:
         big = corpus * copies
-        b_ids, b_targets = tm.corpus_batch(big)
-        t = step_time(b_ids, b_targets, tm.init_params(0), args.repeats)
+        b_ids, b_targets = tt.corpus_batch(big)
+        t = step_time(b_ids, b_targets, tt.init_params(0), args.repeats)
         base = base or t
         rows.append([copies, len(big), int((b_targets >= 0).sum()), f"{t * 1e3:.2f}",
                      f"{t / base:.1f}", f"{1 / t:.0f}"])
@@ -81,7 +82,7 @@ def main():
     rows, base = [], None
     rng = np.random.default_rng(0)
     for n in [8, 16, 32, 64, 128]:
-        params = tm.init_params(0, n_ctx=n)
+        params = tt.init_params(0, n_ctx=n)
         seqs = rng.integers(0, len(tm.VOCAB), (16, n + 1))
         t = step_time(seqs[:, :-1], seqs[:, 1:], params, args.repeats)
         base = base or t

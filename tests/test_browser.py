@@ -33,6 +33,7 @@ import numpy as np
 import pytest
 
 import toy_model as tm
+import toy_widgets as tw
 from browser_tabs import Tabs
 from browser_widgets import (
     CANVAS_CHANGES,
@@ -65,7 +66,7 @@ RUN = tm.run(PROMPT)
 Z0 = RUN["logits"][-1]
 P0 = tm.softmax(Z0)
 ROOF, WALL = tm.VOCAB.index(" roof"), tm.VOCAB.index(" wall")
-fmt = tm.fmt
+fmt = tw.fmt
 
 
 def ids_line(text):
@@ -94,14 +95,14 @@ def block_lines(**branches):
     r = tm.run(PROMPT, **branches)
     best = int(np.argmax(r["p"][-1]))
     return (*(fmt(v) for v in r["y"][-1]),
-            f"most likely next: {tm.TOKENS[best]} ({fmt(r['p'][-1][best])})")
+            f"most likely next: {tw.TOKENS[best]} ({fmt(r['p'][-1][best])})")
 
 
 def playground_line(j, **changed):
     z = Z0.copy()
     for token, value in changed.items():
         z[tm.VOCAB.index(token.replace("_", " "))] = value
-    return f"logit of {tm.TOKENS[j]}: {fmt(z[j])} · " + summary(tm.softmax(z))
+    return f"logit of {tw.TOKENS[j]}: {fmt(z[j])} · " + summary(tm.softmax(z))
 
 
 def shift_line(c, typed):

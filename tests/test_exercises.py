@@ -6,6 +6,7 @@ input gets one sentence, nothing picked is refused; a write-it-yourself exercise
 its worked solution and names each typical mistake. The notebooks' exercise lines work
 in a namespace whose variables are junk, and no answer is on a stored notebook's page.
 """
+import html
 import json
 import re
 from pathlib import Path
@@ -13,32 +14,36 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import toy_gpt2 as tg
 import toy_model as tm
+import toy_train as tt
 import toy_widgets as tw
 
+MODULES = {"tm": tm, "tw": tw, "tt": tt, "tg": tg}     # as a notebook's first cell imports them
+
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("0[1-7]_*.ipynb"))
-KEYS = sorted(tm.EXERCISES)
+KEYS = sorted(tw.EXERCISES)
 GENERIC = "Not quite: recompute step by step and try again."
 
 
 def kind(*kinds):
-    return [k for k in KEYS if tm.EXERCISES[k]["kind"] in kinds]
+    return [k for k in KEYS if tw.EXERCISES[k]["kind"] in kinds]
 
 
 def facts(key):
-    spec = tm.EXERCISES[key]
-    return {name: tw._now(value) for name, value in spec.items() if name != "reference"}
+    spec = tw.EXERCISES[key]
+    return {name: tw.exercises._now(value) for name, value in spec.items() if name != "reference"}
 
 
 def typed(value, spec):
-    return str(int(round(value))) if spec["kind"] == "count" else tm.fmt(value, spec["decimals"])
+    return str(int(round(value))) if spec["kind"] == "count" else tw.fmt(value, spec["decimals"])
 
 
 def solved(key):
     """The exercise's worked solution, run: the function it defines."""
-    namespace = {"np": np, "tm": tm}
+    namespace = {"np": np, **MODULES}
     exec(facts(key)["solution"], namespace)
-    (name,) = [n for n, v in namespace.items() if callable(v) and n not in ("np", "tm")
+    (name,) = [n for n, v in namespace.items() if callable(v) and n not in ("np", *MODULES)
                and not n.startswith("__")]
     return namespace[name]
 
@@ -47,7 +52,7 @@ def solved(key):
 
 def units(spec, k):
     """The answer moved by k units of the last decimal asked for, as the learner would type it."""
-    return tm.fmt(spec["answer"] + k * 10.0 ** -spec["decimals"], spec["decimals"])
+    return tw.fmt(spec["answer"] + k * 10.0 ** -spec["decimals"], spec["decimals"])
 
 
 @pytest.mark.parametrize("key", kind("number", "count"))
@@ -55,13 +60,13 @@ def test_the_answer_to_the_asked_decimals_is_right_and_the_verdict_prints_the_wo
     """One rule: the question asks for d decimals, the checker compares d decimals, and
     "Right: ..." prints the value the worked answer prints, fmt(answer, d)."""
     spec = facts(key)
-    shown = tm.fmt(spec["answer"], spec["decimals"])
+    shown = tw.fmt(spec["answer"], spec["decimals"])
     assert shown in spec["solution"], f"the worked answer of {key} does not print {shown}"
-    box = tm.exercise(key)
+    box = tw.exercise(key)
     assert box.try_answer(shown) == f"Right: {shown}." and box.right is True
     if spec["kind"] == "number":
         more = f"{spec['answer']:.{spec['decimals'] + 4}f}"      # more decimals: the same verdict
-        assert tm.exercise(key).try_answer(more) == f"Right: {shown}."
+        assert tw.exercise(key).try_answer(more) == f"Right: {shown}."
 
 
 @pytest.mark.parametrize("key", kind("number", "count"))
@@ -69,20 +74,20 @@ def test_one_unit_off_in_the_last_decimal_is_not_right(key):
     """Pins the window: a looser tolerance (the old "2 units of the last decimal") fails here."""
     spec = facts(key)
     for k in (1, -1, 2, -2):
-        message = tm.exercise(key).try_answer(units(spec, k))
+        message = tw.exercise(key).try_answer(units(spec, k))
         assert not message.startswith("Right"), (key, units(spec, k), message)
 
 
 @pytest.mark.parametrize("key", kind("number"))
 def test_a_last_decimal_off_by_up_to_three_is_close_and_by_more_is_not(key):
     spec = facts(key)
-    hinted = {tm.fmt(w, spec["decimals"]) for w, _ in spec["hints"]}
+    hinted = {tw.fmt(w, spec["decimals"]) for w, _ in spec["hints"]}
     close = "Close, but the last decimal is off: keep every decimal in the steps in between."
     for k in (1, -1, tw.CLOSE_UNITS, -tw.CLOSE_UNITS):
         if units(spec, k) not in hinted:
-            assert tm.exercise(key).try_answer(units(spec, k)) == close, (key, k)
+            assert tw.exercise(key).try_answer(units(spec, k)) == close, (key, k)
     for k in (tw.CLOSE_UNITS + 2, -tw.CLOSE_UNITS - 2, 10, -10):
-        assert not tm.exercise(key).try_answer(units(spec, k)).startswith("Close"), (key, k)
+        assert not tw.exercise(key).try_answer(units(spec, k)).startswith("Close"), (key, k)
     assert tw.CLOSE_UNITS == 3
 
 
@@ -91,7 +96,7 @@ def test_fewer_decimals_than_asked_is_never_right(key):
     spec = facts(key)
     d = spec["decimals"]
     for fewer in range(d):
-        message = tm.exercise(key).try_answer(tm.fmt(spec["answer"], fewer))
+        message = tw.exercise(key).try_answer(tw.fmt(spec["answer"], fewer))
         assert message.startswith(f"Close: give {d} decimal{'s' if d > 1 else ''}"), (key, fewer, message)
 
 
@@ -101,8 +106,8 @@ def test_the_two_cases_that_disagreed_before():
         spec = facts(key)
         if spec["decimals"] == 3:
             off = units(spec, 1)
-            assert tm.exercise(key).try_answer(off).startswith("Close"), key
-            assert tm.exercise(key).try_answer(tm.fmt(spec["answer"], 2)).startswith("Close: give 3 decimals")
+            assert tw.exercise(key).try_answer(off).startswith("Close"), key
+            assert tw.exercise(key).try_answer(tw.fmt(spec["answer"], 2)).startswith("Close: give 3 decimals")
 
 
 @pytest.mark.parametrize("key", kind("number", "count"))
@@ -117,7 +122,7 @@ def test_each_hint_is_reached_by_its_wrong_value(key):
     assert all(abs(a - b) > (0 if spec["kind"] == "count" else 2)
                for i, a in enumerate(wrongs) for b in wrongs[i + 1:]), \
         "two hints share a value: the second can never be reached"
-    box = tm.exercise(key)
+    box = tw.exercise(key)
     for wrong, sentence in spec["hints"]:
         assert box.try_answer(typed(wrong, spec)) == f"Not quite. {sentence}"
         assert box.right is False and not box.answer_shown
@@ -127,7 +132,7 @@ def test_each_hint_is_reached_by_its_wrong_value(key):
 def test_another_wrong_value_gets_the_generic_sentence(key):
     spec = facts(key)
     far = spec["answer"] + 17 + (0 if spec["kind"] == "count" else 0.123)
-    assert tm.exercise(key).try_answer(typed(far, spec)) == GENERIC
+    assert tw.exercise(key).try_answer(typed(far, spec)) == GENERIC
 
 
 def test_some_exercises_can_be_close():
@@ -145,7 +150,7 @@ def test_a_question_that_names_a_precision_names_the_one_it_checks():
 @pytest.mark.parametrize("key", kind("number", "count"))
 def test_unreadable_input_gets_one_sentence(key):
     spec = facts(key)
-    box = tm.exercise(key)
+    box = tw.exercise(key)
     message = box.try_answer("abc")
     expected = "type a whole number" if spec["kind"] == "count" else "is not a number"
     assert expected in message and message.count(". ") <= 1 and box.right is None
@@ -154,7 +159,7 @@ def test_unreadable_input_gets_one_sentence(key):
 
 
 def test_counts_want_whole_numbers_and_read_thousands():
-    box = tm.exercise("04.1")
+    box = tw.exercise("04.1")
     assert "type a whole number" in box.try_answer("7.5")
     assert "type a whole number" in box.try_answer("seven")
     assert box.try_answer("1,500") == GENERIC              # read as 1500, not as 1.5
@@ -178,13 +183,13 @@ def test_typed_numbers_are_read_as_written():
 
 @pytest.mark.parametrize("key, fraction", [("05.1", "5/3"), ("03.2", "1/5")])
 def test_fractions_are_accepted_where_the_answer_is_one(key, fraction):
-    assert "fraction" in tm.exercise(key)._plain
-    assert tm.exercise(key).try_answer(fraction).startswith("Right")
+    assert "fraction" in tw.exercise(key)._plain
+    assert tw.exercise(key).try_answer(fraction).startswith("Right")
 
 
 def test_every_number_prompt_states_its_precision():
     for key in kind("number", "count"):
-        plain = tm.exercise(key)._plain
+        plain = tw.exercise(key)._plain
         assert re.search(r"\d decimals?|whole number", plain), key
 
 
@@ -193,7 +198,7 @@ def test_every_number_prompt_states_its_precision():
 @pytest.mark.parametrize("key", kind("choice"))
 def test_choice_right_wrong_with_hints_and_nothing_picked(key):
     spec = facts(key)
-    box = tm.exercise(key)
+    box = tw.exercise(key)
     assert box.try_answer(None) == "Pick one of the options first." and box.right is None
     for option in spec["options"]:
         if option != spec["answer"]:
@@ -208,7 +213,7 @@ def test_choice_right_wrong_with_hints_and_nothing_picked(key):
 @pytest.mark.parametrize("key", kind("code"))
 def test_code_right_solution_passes_and_typical_mistakes_get_their_hints(key):
     spec = facts(key)
-    box = tm.exercise(key, solved(key))
+    box = tw.exercise(key, solved(key))
     assert box.right is True and box.message.startswith("Right"), box.message
     assert len(spec["mistakes"]) >= 3
     for wrong, sentence in spec["mistakes"]:
@@ -227,23 +232,23 @@ def test_code_not_done_raising_and_wrong_shapes_get_one_sentence(key):
     def broken(*args):
         raise ValueError("boom\nsecond line")
 
-    assert tm.exercise(key, stub).message == tw.NOT_DONE
-    assert tm.exercise(key, unfinished).message == tw.NOT_DONE
-    message = tm.exercise(key, broken).message
+    assert tw.exercise(key, stub).message == tw.NOT_DONE
+    assert tw.exercise(key, unfinished).message == tw.NOT_DONE
+    message = tw.exercise(key, broken).message
     assert message.endswith("raised ValueError: boom.") and "second line" not in message
-    message = tm.exercise(key, lambda *args: np.zeros((2, 3, 4))).message
+    message = tw.exercise(key, lambda *args: np.zeros((2, 3, 4))).message
     assert message.startswith("Not yet, on ") and "shape" in message
 
 
 def test_authoring_mistakes_raise_at_once_with_a_sentence():
     with pytest.raises(ValueError, match="There is no exercise '99.9'"):
-        tm.exercise("99.9")
+        tw.exercise("99.9")
     with pytest.raises(ValueError, match="checks a function you write"):
-        tm.exercise("02.4")
+        tw.exercise("02.4")
     with pytest.raises(ValueError, match="pass the function itself"):
-        tm.exercise("02.4", "embed_rows")
+        tw.exercise("02.4", "embed_rows")
     with pytest.raises(ValueError, match="answered in its box"):
-        tm.exercise("01.1", print)
+        tw.exercise("01.1", print)
     with pytest.raises(ValueError, match="key is a string such as"):
         tw.number_exercise("3.1", "Q?", 1.0, "A.")
     with pytest.raises(ValueError, match="already registered"):
@@ -253,9 +258,9 @@ def test_authoring_mistakes_raise_at_once_with_a_sentence():
     tw.choice_exercise("98.2", "Q?", ["a", "b"], "c", "A.")
     try:
         with pytest.raises(ValueError, match="exactly one of its distinct options"):
-            tm.exercise("98.2")
+            tw.exercise("98.2")
     finally:
-        del tm.EXERCISES["98.2"]
+        del tw.EXERCISES["98.2"]
 
 
 # --- what the page shows -------------------------------------------------------------------
@@ -282,25 +287,25 @@ def answer_marks(key):
     if spec["kind"] == "code":
         marks = [line.split("#")[0].strip() for line in spec["solution"].splitlines() if "return" in line]
     if spec["kind"] == "number":
-        marks.append(tm.fmt(spec["answer"], spec["decimals"]))
+        marks.append(tw.fmt(spec["answer"], spec["decimals"]))
     return marks
 
 
 @pytest.mark.parametrize("key", KEYS)
 def test_the_widget_shows_the_question_and_not_the_answer_until_asked(key):
     spec = facts(key)
-    box = tm.exercise(key, solved(key)) if spec["kind"] == "code" else tm.exercise(key)
+    box = tw.exercise(key, solved(key)) if spec["kind"] == "code" else tw.exercise(key)
     assert {"course-widget", "w-check"} <= set(box._dom_classes)
     bundle = box._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
     question = spec["question"]
     assert question[:40] in bundle["text/plain"]
-    assert question.replace("`", "")[:30] in tw.html.unescape(re.sub(r"<[^>]+>", "", bundle["text/html"]))
+    assert question.replace("`", "")[:30] in html.unescape(re.sub(r"<[^>]+>", "", bundle["text/html"]))
     if spec["kind"] == "code":
         return                                     # right at once: its solution is shown
     shown = " ".join(widget_texts(box) + [bundle["text/plain"], bundle["text/html"]])
     for mark in answer_marks(key):
-        assert mark not in re.sub(r"\s+", " ", tw.html.unescape(shown)), mark
+        assert mark not in re.sub(r"\s+", " ", html.unescape(shown)), mark
     box.show_answer()
     assert box.answer_shown and box.children[-1].value
 
@@ -321,13 +326,13 @@ JUNK = {name: "junk" for name in
 def test_exercise_lines_work_whatever_the_notebook_variables_hold(path):
     """Run the notebook's exercise cells (and the unfinished functions they check) with
     every variable a learner could have overwritten set to junk."""
-    namespace = {"tm": tm, "np": np, **JUNK}
+    namespace = {**MODULES, "np": np, **JUNK}
     boxes = []
     for cell in cells(path):
         source = "".join(cell["source"])
         if cell["cell_type"] == "code" and source.startswith("def "):
             exec(source, namespace)
-        if cell["cell_type"] == "code" and "tm.exercise(" in source:
+        if cell["cell_type"] == "code" and "tw.exercise(" in source:
             boxes.append(eval(source.strip(), namespace))
     assert boxes
     for box in boxes:
@@ -349,7 +354,7 @@ def page_text(path):
         for out in cell.get("outputs", []):
             parts.append("".join(out.get("text", "")))
             parts += ["".join(v) if isinstance(v, list) else str(v) for v in out.get("data", {}).values()]
-    return re.sub(r"\s+", " ", tw.html.unescape("\n".join(parts)).replace("−", "-"))
+    return re.sub(r"\s+", " ", html.unescape("\n".join(parts)).replace("−", "-"))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

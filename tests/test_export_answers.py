@@ -3,7 +3,7 @@
 A reader of the HTML edition has no kernel to ask an exercise's checker, so each exercise
 cell of each page is followed by its worked answer, folded in a <details> that is closed
 until the reader opens it. Checked here on every notebook of notebooks/:
-- every exercise the notebook shows (`tm.exercise("NN.k")`) has exactly one folded answer,
+- every exercise the notebook shows (`tw.exercise("NN.k")`) has exactly one folded answer,
   in the notebook's order, and no <details> on any page is open by default;
 - the answer is the checker's own: the same HTML the exercise's "Show the answer" button
   puts on screen, and, read as text, the registry's worked answer (toy_widgets/exercises.py);
@@ -21,6 +21,7 @@ import pytest
 from widget_tools import find
 
 import toy_model as tm
+import toy_widgets as tw
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / "tools"))
@@ -28,7 +29,7 @@ from export_html import export  # noqa: E402  (tools/ is not a package)
 
 
 NOTEBOOKS = sorted((REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-CALL = re.compile(r'tm\.exercise\("(\d\d\.\d+)"')
+CALL = re.compile(r'tw\.exercise\("(\d\d\.\d+)"')
 FOLDED = re.compile(r'<details(?P<attrs>[^>]*)>\s*<summary>(?P<summary>.*?)</summary>(?P<body>.*?)</details>',
                     re.S)
 
@@ -46,7 +47,7 @@ def pages(html_edition):
 
 
 def shown_keys(notebook: Path) -> list[str]:
-    """The exercises a notebook shows, in order (one `tm.exercise(...)` line each)."""
+    """The exercises a notebook shows, in order (one `tw.exercise(...)` line each)."""
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
     return [m.group(1) for c in cells if c["cell_type"] == "code"
             for m in [CALL.match("".join(c["source"]).strip())] if m]
@@ -59,8 +60,8 @@ def not_written(*args):
 def checker_answer(key: str) -> str:
     """What the exercise's own "Show the answer" button puts on screen: the one text of
     the box that the button fills (empty until then)."""
-    code = tm.EXERCISES[key]["kind"] == "code"
-    box = tm.exercise(key, not_written) if code else tm.exercise(key)
+    code = tw.EXERCISES[key]["kind"] == "code"
+    box = tw.exercise(key, not_written) if code else tw.exercise(key)
     texts = find(box, widgets.HTML)
     before = [t.value for t in texts]
     box.show_answer()
@@ -78,9 +79,9 @@ def as_text(fragment: str) -> str:
 
 def registry_text(key: str) -> str:
     """The registry's worked answer as plain text: computed now, `code` marks dropped."""
-    solution = tm.EXERCISES[key]["solution"]
+    solution = tw.EXERCISES[key]["solution"]
     text = solution() if callable(solution) else solution
-    return " ".join((text if tm.EXERCISES[key]["kind"] == "code" else text.replace("`", "")).split())
+    return " ".join((text if tw.EXERCISES[key]["kind"] == "code" else text.replace("`", "")).split())
 
 
 def folded(page: str) -> list[re.Match]:

@@ -3,7 +3,7 @@ legend entry or note is cut at the picture's edge.
 
 (a) every figure the notebooks draw: each notebook's drawing cells (those whose stored output
     holds a picture) are run here, with the cells they need before them, as the notebook
-    runs them; every figure they make, static (tm.static) or live (a widget's canvas), is
+    runs them; every figure they make, static (tw.static) or live (a widget's canvas), is
     drawn and measured;
 (b) the widget states in which a text changes with a control (a title naming the head, the
     query, the prompt, the drawn token, an axis naming its dimension): each state is set as
@@ -30,6 +30,8 @@ from matplotlib.text import Text
 from widget_tools import find
 
 import toy_model as tm
+import toy_train as tt
+import toy_widgets as tw
 import toy_widgets
 from toy_widgets.kit import live_canvases
 
@@ -84,7 +86,7 @@ def describe(cut):
 
 def canvas_of(fig):
     """A static figure (draw.new_figure) has no canvas that draws: give it the Agg canvas
-    tm.static draws it with. A live figure keeps its ipympl canvas."""
+    tw.static draws it with. A live figure keeps its ipympl canvas."""
     if not hasattr(fig.canvas, "get_renderer"):
         FigureCanvasAgg(fig)
     return fig.canvas
@@ -102,7 +104,7 @@ def measure(fig, name, draw=True):
 
 
 def test_the_measure_finds_a_title_past_the_edge():
-    fig, ax = tm.new_figure(3, 2)
+    fig, ax = tw.new_figure(3, 2)
     ax.set_title("a title far too long for a figure three inches wide, cut at both edges")
     FigureCanvasAgg(fig).draw()
     (text, out), = cut_texts(fig)
@@ -185,9 +187,9 @@ def test_the_notebooks_that_draw_are_all_here():
 
 
 def test_the_cells_picked_are_those_the_drawing_cells_need():
-    cells = [(0, "import numpy as np\nimport toy_model as tm", 0), (1, "slow = tm.train()", 0),
+    cells = [(0, "import numpy as np\nimport toy_model as tm", 0), (1, "slow = tt.train()", 0),
              (2, "r = tm.run('the')\nrows = []", 0), (3, "rows.append(1)", 0),
-             (4, "def f(a):\n    return tm.static(a, rows)", 0), (5, "x = np.ones(2)", 0),
+             (4, "def f(a):\n    return tw.static(a, rows)", 0), (5, "x = np.ones(2)", 0),
              (6, "fig = f(r)", 1)]
     assert [k for k, _, _ in cells_to_run(cells)] == [0, 2, 3, 4, 6]
 
@@ -196,7 +198,8 @@ def test_the_cells_picked_are_those_the_drawing_cells_need():
 def test_every_figure_a_notebook_draws_keeps_its_text_inside(name, monkeypatch):
     monkeypatch.chdir(NOTEBOOKS)                 # each notebook runs in its own folder
     static, original = [], toy_widgets.draw.static
-    for module in toy_widgets._loaded:           # tm.static, and modules that imported it
+    modules = [toy_widgets] + [getattr(toy_widgets, m) for m in toy_widgets.MODULES]
+    for module in modules:                       # tw.static, and modules that imported it
         if getattr(module, "static", None) is original:
             monkeypatch.setattr(module, "static", static.append)
     namespace = {"__name__": "__main__"}
@@ -242,7 +245,7 @@ def visit_states(root, name, states):
 
 
 def mask_and_heads_states():
-    root = tm.mask_and_heads()
+    root = tw.mask_and_heads()
     mask, show = find(root, widgets.ToggleButton)[0], find(root, widgets.ToggleButtons)[0]
 
     def setter(masked, heads):
@@ -257,13 +260,13 @@ def mask_and_heads_states():
 
 
 def query_picker_states():
-    root = tm.query_picker()
+    root = tw.query_picker()
     pick = find(root, widgets.ToggleButtons)[0]
     return root, [(f"query {i}", lambda i=i: setattr(pick, "value", i)) for i in range(1, 6)]
 
 
 def embedding_scatter_states():
-    root = tm.embedding_scatter()
+    root = tw.embedding_scatter()
     x_dim, y_dim = find(root, widgets.Dropdown)
     positions = find(root, widgets.ToggleButton)[0]
 
@@ -279,7 +282,7 @@ def embedding_scatter_states():
 
 def switch_states(builder):
     def states():
-        root = getattr(tm, builder)()
+        root = getattr(tw, builder)()
         toggle, prompt = find(root, widgets.ToggleButton)[0], find(root, widgets.Text)[0]
 
         def setter(text, on):
@@ -293,7 +296,7 @@ def switch_states(builder):
 
 
 def generation_stepper_states():
-    root = tm.generation_stepper(prompt="the", temperature=1, seed=18)
+    root = tw.generation_stepper(prompt="the", temperature=1, seed=18)
     step = next(w for w in find(root, widgets.Button) if w.description == "next token")
     t_box = find(root, widgets.FloatText)[0]
     prompt = find(root, widgets.Text)[0]

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 import toy_model as tm
+import toy_gpt2 as tg
+import toy_widgets as tw
 from test_toy_model import _cast, random_params, reference_forward
 
 TEXT = "the cat climbed the"
@@ -19,11 +21,11 @@ TEXT = "the cat climbed the"
 
 @pytest.fixture(scope="module")
 def toy_folder(tmp_path_factory):
-    return tm.save_toy_as_gpt2(tmp_path_factory.mktemp("toy_gpt2"))
+    return tg.save_toy_as_gpt2(tmp_path_factory.mktemp("toy_gpt2"))
 
 
 def test_toy_round_trip_gives_the_toys_logits(toy_folder):
-    lab = tm.load_gpt2(toy_folder)
+    lab = tg.load_gpt2(toy_folder)
     ids = lab["encode"]("the cat climbed the roof.")
     assert ids == tm.encode("the cat climbed the roof.")
     logits = tm.forward(ids, lab["params"], lab["n_head"])
@@ -102,7 +104,7 @@ def write_hf_checkpoint(folder, params, n_head, prefix, lm_head):
     if lm_head is not None:
         config["tie_word_embeddings"] = False
     (folder / "config.json").write_text(json.dumps(config))
-    tm.save_bpe(folder, *tm.toy_bpe())
+    tg.save_bpe(folder, *tg.toy_bpe())
     return folder
 
 
@@ -115,7 +117,7 @@ def as32(params):
 def test_a_hugging_face_checkpoint_gives_the_reference_logits(tmp_path, prefix):
     """Random weights, gains and biases; 3 blocks of 4 heads; tied (no lm_head)."""
     params = random_params(np.random.default_rng(5), vocab=12, n_ctx=8, d=8, n_layer=3)
-    lab = tm.load_gpt2(write_hf_checkpoint(tmp_path / "ckpt", params, 4, prefix, lm_head=None))
+    lab = tg.load_gpt2(write_hf_checkpoint(tmp_path / "ckpt", params, 4, prefix, lm_head=None))
     assert lab["tied"] and lab["n_head"] == 4 and len(lab["params"]["blocks"]) == 3
     assert np.shares_memory(lab["params"]["w_u"], lab["params"]["wte"])      # a view, no copy
     ids = [3, 1, 4, 1, 5, 9, 2, 6]
@@ -131,7 +133,7 @@ def test_save_gpt2_writes_each_tensor_as_hugging_faces_layout_holds_it(tmp_path)
     rng = np.random.default_rng(8)
     params = random_params(rng, vocab=12, n_ctx=8, d=8, n_layer=2)
     w_u = rng.normal(0, 1, (8, 12))
-    ours = load_file(tm.save_gpt2(tmp_path / "ours", {**params, "w_u": w_u}, 2) / "model.safetensors")
+    ours = load_file(tg.save_gpt2(tmp_path / "ours", {**params, "w_u": w_u}, 2) / "model.safetensors")
     theirs = load_file(write_hf_checkpoint(tmp_path / "ref", params, 2, "transformer.", w_u.T)
                        / "model.safetensors")
     buffers = {n for n in theirs if n.endswith((".attn.bias", ".attn.masked_bias"))}
@@ -145,7 +147,7 @@ def test_an_untied_checkpoint_uses_its_lm_head(tmp_path):
     rng = np.random.default_rng(6)
     params = random_params(rng, vocab=12, n_ctx=8, d=8, n_layer=2)
     w_u = rng.normal(0, 1, (8, 12))
-    lab = tm.load_gpt2(write_hf_checkpoint(tmp_path / "ckpt", params, 2, "transformer.", w_u.T))
+    lab = tg.load_gpt2(write_hf_checkpoint(tmp_path / "ckpt", params, 2, "transformer.", w_u.T))
     assert not lab["tied"]
     ids = [0, 2, 4, 5, 1]
     expected = reference_forward(ids, {**as32(params), "w_u": np.float32(w_u).astype(float)}, 2)
@@ -155,9 +157,9 @@ def test_an_untied_checkpoint_uses_its_lm_head(tmp_path):
 def test_round_trip_of_random_weights(tmp_path):
     params = random_params(np.random.default_rng(7), vocab=12, n_ctx=8, d=12, n_layer=2)
     params["w_u"] = np.random.default_rng(8).normal(0, 1, (12, 12))
-    tm.save_gpt2(tmp_path, params, n_head=3)
-    tm.save_bpe(tmp_path, *tm.toy_bpe())
-    lab = tm.load_gpt2(tmp_path)
+    tg.save_gpt2(tmp_path, params, n_head=3)
+    tg.save_bpe(tmp_path, *tg.toy_bpe())
+    lab = tg.load_gpt2(tmp_path)
     ids = [11, 0, 2, 4, 5, 1, 6, 10]
     assert lab["n_head"] == 3
     assert np.abs(tm.forward(ids, lab["params"], 3) - tm.forward(ids, as32(params), 3)).max() < 1e-4
@@ -166,19 +168,19 @@ def test_round_trip_of_random_weights(tmp_path):
 def test_a_folder_without_the_four_files_gets_one_sentence(tmp_path):
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(ValueError, match="lacks model.safetensors, vocab.json, merges.txt"):
-        tm.load_gpt2(tmp_path)
+        tg.load_gpt2(tmp_path)
 
 
 def test_find_gpt2_reads_the_environment_variable(tmp_path, monkeypatch):
     monkeypatch.delenv("GPT2_DIR", raising=False)
-    assert tm.find_gpt2()[0] is None and "not set" in tm.find_gpt2()[1]
+    assert tg.find_gpt2()[0] is None and "not set" in tg.find_gpt2()[1]
     monkeypatch.setenv("GPT2_DIR", str(tmp_path))
-    assert tm.find_gpt2()[0] is None and "lacks config.json" in tm.find_gpt2()[1]
-    tm.save_toy_as_gpt2(tmp_path)
-    assert tm.find_gpt2()[0] == tmp_path
+    assert tg.find_gpt2()[0] is None and "lacks config.json" in tg.find_gpt2()[1]
+    tg.save_toy_as_gpt2(tmp_path)
+    assert tg.find_gpt2()[0] == tmp_path
     monkeypatch.delenv("GPT2_DIR")
-    assert tm.find_gpt2(tmp_path)[0] == tmp_path                 # a folder chosen in the notebook
-    assert tm.find_gpt2(tmp_path / "nothing")[0] is None
+    assert tg.find_gpt2(tmp_path)[0] == tmp_path                 # a folder chosen in the notebook
+    assert tg.find_gpt2(tmp_path / "nothing")[0] is None
 
 
 def test_gpt2_small_has_124_million_parameters():
@@ -193,7 +195,7 @@ def test_gpt2_small_has_124_million_parameters():
                         for _ in range(12)]
     params["ln_f"] = {"g": np.empty(768), "b": np.empty(768)}
     params["w_u"] = params["wte"].T
-    assert tm.count_params(params) == 124_439_808
+    assert tg.count_params(params) == 124_439_808
 
 
 # --- float32 end to end, and no copies of the weights ------------------------------------
@@ -325,7 +327,7 @@ def trained_bpe(tmp_path_factory):
     tok.train_from_iterator(CORPUS, trainer)
     folder = tmp_path_factory.mktemp("bpe")
     tok.model.save(str(folder))
-    vocab, merges = tm.read_bpe(folder)
+    vocab, merges = tg.read_bpe(folder)
     assert len(merges) > 200                            # the corpus taught it real merges
     return tok, vocab, merges
 
@@ -333,7 +335,7 @@ def trained_bpe(tmp_path_factory):
 @pytest.mark.parametrize("text", TEXTS)
 def test_bpe_gives_the_ids_tokenizers_gives(trained_bpe, text):
     tok, vocab, merges = trained_bpe
-    encode, decode = tm.bpe_tokenizer(vocab, merges)
+    encode, decode = tg.bpe_tokenizer(vocab, merges)
     assert encode(text) == tok.encode(text).ids
     assert decode(encode(text)) == text
 
@@ -349,7 +351,7 @@ def test_pre_split_cuts_where_tokenizers_cuts():
     rng = np.random.default_rng(12)
     for _ in range(300):
         text = "".join(rng.choice(alphabet, rng.integers(1, 25)))
-        ours = ["".join(tm.BYTE_TO_CHAR[b] for b in w.encode()) for w in tm.pre_split(text)]
+        ours = ["".join(tg.BYTE_TO_CHAR[b] for b in w.encode()) for w in tg.pre_split(text)]
         assert ours == [w for w, _ in split.pre_tokenize_str(text)], repr(text)
 
 
@@ -357,11 +359,11 @@ def test_pre_split_matches_gpt2s_own_pattern_when_regex_is_installed():
     regex = pytest.importorskip("regex")
     pattern = regex.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
     for text in TEXTS:
-        assert tm.pre_split(text) == pattern.findall(text)
+        assert tg.pre_split(text) == pattern.findall(text)
 
 
 def test_the_byte_table_is_gpt2s():
-    table = tm.bytes_to_unicode()
+    table = tg.bytes_to_unicode()
     assert len(set(table.values())) == 256
     assert table[ord(" ")] == "Ġ" and table[ord("\n")] == "Ċ" and table[ord("a")] == "a"
     assert all(c.isprintable() and not c.isspace() for c in table.values())
@@ -369,12 +371,12 @@ def test_the_byte_table_is_gpt2s():
 
 @pytest.mark.parametrize("text", ["the cat climbed the", "edthe", " the sofa.<|endoftext|>the floor"])
 def test_the_toys_bpe_cuts_like_the_toy(text):
-    encode, decode = tm.bpe_tokenizer(*tm.toy_bpe())
+    encode, decode = tg.bpe_tokenizer(*tg.toy_bpe())
     assert encode(text) == tm.encode(text) and decode(encode(text)) == text
 
 
 def test_the_toys_bpe_cuts_random_toy_texts_like_the_toy():
-    encode, _ = tm.bpe_tokenizer(*tm.toy_bpe())
+    encode, _ = tg.bpe_tokenizer(*tg.toy_bpe())
     rng = np.random.default_rng(13)
     for _ in range(300):
         text = "".join(tm.VOCAB[i] for i in rng.integers(0, 12, rng.integers(1, 9)))
@@ -384,12 +386,12 @@ def test_the_toys_bpe_cuts_random_toy_texts_like_the_toy():
 def test_bpe_merges_by_rank_not_by_position():
     ranks = {("b", "c"): 0, ("a", "b"): 1, ("a", "bc"): 2}
     steps = []
-    assert tm.bpe("abc", ranks, steps) == ["abc"]
+    assert tg.bpe("abc", ranks, steps) == ["abc"]
     assert steps == [["a", "bc"], ["abc"]]
 
 
 def test_text_outside_a_small_vocabulary_gets_one_sentence():
-    encode, decode = tm.bpe_tokenizer(*tm.toy_bpe())
+    encode, decode = tg.bpe_tokenizer(*tg.toy_bpe())
     with pytest.raises(ValueError, match="cannot cover '␣jumped'"):
         encode("the cat jumped")
     with pytest.raises(ValueError, match="ids run from 0 to 11"):
@@ -399,8 +401,8 @@ def test_text_outside_a_small_vocabulary_gets_one_sentence():
 # --- The lab's attention widget -----------------------------------------------------------
 
 def test_the_attention_widget_shows_the_chosen_heads_weights(toy_folder):
-    lab = tm.load_gpt2(toy_folder)
-    widget = tm.lab_attention(lab)
+    lab = tg.load_gpt2(toy_folder)
+    widget = tw.lab_attention(lab)
     sliders, text_box, info, area = widget.children[0].children, widget.children[1], \
         widget.children[3], widget.children[4]
     trace = {}
@@ -409,7 +411,7 @@ def test_the_attention_widget_shows_the_chosen_heads_weights(toy_folder):
         sliders[1].value = head
         w = trace["blocks"][0]["heads"][head - 1]["weights"][-1]
         j = int(np.argmax(w))
-        assert f"({tm.fmt(w[j])}) on {tm.show(tm.VOCAB[tm.encode(TEXT)[j]])}" in info.value
+        assert f"({tw.fmt(w[j])}) on {tm.show(tm.VOCAB[tm.encode(TEXT)[j]])}" in info.value
         assert np.allclose(widget.figure.axes[0].images[0].get_array()[-1], w)
     text_box.value = "the cat jumped"
     assert "cannot cover" in area.value and "␣jumped" in area.value
@@ -418,6 +420,6 @@ def test_the_attention_widget_shows_the_chosen_heads_weights(toy_folder):
 
 
 def test_token_texts_show_spaces_and_escape_what_does_not_print(toy_folder):
-    lab = tm.load_gpt2(toy_folder)
-    assert tm.token_texts(lab, tm.encode(TEXT)) == ["the", "␣cat", "␣climb", "ed", "␣the"]
-    assert tm.token_texts({"decode": lambda ids: " a\n\x04"}, [0]) == ["␣a\\n\\x04"]
+    lab = tg.load_gpt2(toy_folder)
+    assert tg.token_texts(lab, tm.encode(TEXT)) == ["the", "␣cat", "␣climb", "ed", "␣the"]
+    assert tg.token_texts({"decode": lambda ids: " a\n\x04"}, [0]) == ["␣a\\n\\x04"]

@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 
 import toy_model as tm
+import toy_gpt2 as tg
 
 
 @pytest.fixture
 def saved(tmp_path):
     folder = tmp_path / "ckpt"
-    tm.save_toy_as_gpt2(folder)
+    tg.save_toy_as_gpt2(folder)
     return folder
 
 
@@ -29,12 +30,12 @@ def test_saving_over_a_checkpoint_is_refused_unless_asked(saved):
     other = tm.copy_params()
     other["wte"][0, 0] = 7.0
     with pytest.raises(ValueError, match="already holds model.safetensors, config.json.*overwrite=True"):
-        tm.save_gpt2(saved, other)
+        tg.save_gpt2(saved, other)
     with pytest.raises(ValueError, match="already holds"):
-        tm.save_toy_as_gpt2(saved)
+        tg.save_toy_as_gpt2(saved)
     assert files(saved) == before
-    tm.save_gpt2(saved, other, overwrite=True)
-    assert tm.load_gpt2(saved)["params"]["wte"][0, 0] == 7.0
+    tg.save_gpt2(saved, other, overwrite=True)
+    assert tg.load_gpt2(saved)["params"]["wte"][0, 0] == 7.0
 
 
 def test_a_bad_input_writes_nothing(saved):
@@ -42,17 +43,17 @@ def test_a_bad_input_writes_nothing(saved):
     for params, n_head in [(tm.PARAMS, 3), (tm.PARAMS, "2"), ({"wte": np.ones((3, 4))}, 2),
                            (tm.replace_weight(tm.PARAMS, "wte", np.ones((12, 4))) | {"wpe": np.ones((8, 3))}, 2)]:
         with pytest.raises(ValueError):
-            tm.save_gpt2(saved, params, n_head, overwrite=True)
+            tg.save_gpt2(saved, params, n_head, overwrite=True)
         assert files(saved) == before
     with pytest.raises(ValueError, match="overwrite is True or False"):
-        tm.save_gpt2(saved, overwrite="yes")
+        tg.save_gpt2(saved, overwrite="yes")
     assert files(saved) == before
 
 
 def test_a_numpy_integer_head_count_saves_a_loadable_config(tmp_path):
-    tm.save_gpt2(tmp_path / "a", n_head=np.int64(2))
-    tm.save_bpe(tmp_path / "a", *tm.toy_bpe())
-    assert tm.load_gpt2(tmp_path / "a")["n_head"] == 2
+    tg.save_gpt2(tmp_path / "a", n_head=np.int64(2))
+    tg.save_bpe(tmp_path / "a", *tg.toy_bpe())
+    assert tg.load_gpt2(tmp_path / "a")["n_head"] == 2
 
 
 def test_a_failed_write_leaves_the_old_files_intact(saved, monkeypatch):
@@ -65,7 +66,7 @@ def test_a_failed_write_leaves_the_old_files_intact(saved, monkeypatch):
         raise OSError(28, "No space left on device")
     monkeypatch.setattr(os, "replace", full_disk)
     with pytest.raises(ValueError, match="Cannot write into .*No space left on device"):
-        tm.save_gpt2(saved, other, overwrite=True)
+        tg.save_gpt2(saved, other, overwrite=True)
     assert files(saved) == before                          # nothing replaced, no partial file left
 
 
@@ -73,7 +74,7 @@ def test_writes_go_beside_then_are_renamed(saved, monkeypatch):
     renamed = []
     real = os.replace
     monkeypatch.setattr(os, "replace", lambda src, dst: (renamed.append((os.path.basename(src), os.path.basename(dst))), real(src, dst)))
-    tm.save_gpt2(saved, overwrite=True)
+    tg.save_gpt2(saved, overwrite=True)
     assert sorted(renamed) == [(".config.json.partial", "config.json"),
                                (".model.safetensors.partial", "model.safetensors")]
 
@@ -82,7 +83,7 @@ def test_a_path_that_is_a_file_gets_one_sentence(tmp_path):
     path = tmp_path / "a_file"
     path.write_text("x")
     with pytest.raises(ValueError, match="is a file, not a folder"):
-        tm.save_gpt2(path)
+        tg.save_gpt2(path)
     assert path.read_text() == "x"
 
 
@@ -91,7 +92,7 @@ def test_a_read_only_folder_gets_one_sentence(tmp_path, monkeypatch):
     from pathlib import Path
     monkeypatch.setattr(Path, "write_bytes", lambda self, data: (_ for _ in ()).throw(PermissionError(13, "Permission denied")))
     with pytest.raises(ValueError, match="Cannot write into .*Permission denied"):
-        tm.save_gpt2(tmp_path / "new")
+        tg.save_gpt2(tmp_path / "new")
 
 
 # --- Loading ----------------------------------------------------------------------------
@@ -109,14 +110,14 @@ def rewrite_config(folder, change):
 def test_an_unreadable_weights_file_gets_one_sentence(saved, content, sentence):
     (saved / "model.safetensors").write_bytes(content)
     with pytest.raises(ValueError, match=sentence):
-        tm.load_gpt2(saved)
+        tg.load_gpt2(saved)
 
 
 def test_a_truncated_weights_file_gets_one_sentence(saved):
     data = (saved / "model.safetensors").read_bytes()
     (saved / "model.safetensors").write_bytes(data[: len(data) // 2])
     with pytest.raises(ValueError, match="not a readable safetensors file"):
-        tm.load_gpt2(saved)
+        tg.load_gpt2(saved)
 
 
 @pytest.mark.parametrize("change, sentence", [
@@ -137,23 +138,23 @@ def test_a_truncated_weights_file_gets_one_sentence(saved):
 def test_a_config_that_does_not_fit_gets_one_sentence(saved, change, sentence):
     rewrite_config(saved, change)
     with pytest.raises(ValueError, match=sentence):
-        tm.load_gpt2(saved)
+        tg.load_gpt2(saved)
 
 
 def test_a_config_that_is_not_json_gets_one_sentence(saved):
     (saved / "config.json").write_text("{n_layer: 1")
     with pytest.raises(ValueError, match="config.json is not readable JSON"):
-        tm.load_gpt2(saved)
+        tg.load_gpt2(saved)
 
 
 def test_fewer_blocks_in_the_config_than_stored_is_refused(tmp_path):
     params = tm.copy_params()
     params["blocks"] = params["blocks"] * 2
-    tm.save_gpt2(tmp_path, params)
-    tm.save_bpe(tmp_path, *tm.toy_bpe())
+    tg.save_gpt2(tmp_path, params)
+    tg.save_bpe(tmp_path, *tg.toy_bpe())
     rewrite_config(tmp_path, lambda c: c | {"n_layer": 1})
     with pytest.raises(ValueError, match="more blocks than config.json's n_layer = 1"):
-        tm.load_gpt2(tmp_path)
+        tg.load_gpt2(tmp_path)
 
 
 def test_weights_of_the_wrong_shape_are_refused_at_load(saved):
@@ -162,7 +163,7 @@ def test_weights_of_the_wrong_shape_are_refused_at_load(saved):
     stored["transformer.h.0.mlp.c_fc.weight"] = stored["transformer.h.0.mlp.c_fc.weight"][:, :6]
     save_file(stored, saved / "model.safetensors")
     with pytest.raises(ValueError, match=r"'h.0.mlp.c_fc.weight' has shape \(4, 6\).*\(4, 8\)"):
-        tm.load_gpt2(saved)
+        tg.load_gpt2(saved)
 
 
 def test_linear_layers_stored_as_pytorch_linear_are_refused(saved):
@@ -174,7 +175,7 @@ def test_linear_layers_stored_as_pytorch_linear_are_refused(saved):
             stored[name] = np.ascontiguousarray(stored[name].T)
     save_file(stored, saved / "model.safetensors")
     with pytest.raises(ValueError, match=r"\[outputs, inputs\]"):
-        tm.load_gpt2(saved)
+        tg.load_gpt2(saved)
 
 
 @pytest.mark.parametrize("vocab, sentence", [
@@ -186,10 +187,10 @@ def test_linear_layers_stored_as_pytorch_linear_are_refused(saved):
 def test_a_bad_vocabulary_gets_one_sentence(saved, vocab, sentence):
     (saved / "vocab.json").write_text(json.dumps(vocab))
     with pytest.raises(ValueError, match=sentence):
-        tm.load_gpt2(saved)
+        tg.load_gpt2(saved)
 
 
 def test_a_bad_merges_line_gets_one_sentence(saved):
     (saved / "merges.txt").write_text("#version: 0.2\nt h\nthe\n")
     with pytest.raises(ValueError, match="two pieces and a space"):
-        tm.load_gpt2(saved)
+        tg.load_gpt2(saved)

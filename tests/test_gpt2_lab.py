@@ -6,17 +6,19 @@ import numpy as np
 import pytest
 
 import toy_model as tm
+import toy_gpt2 as tg
+import toy_widgets as tw
 
 
 @pytest.fixture(scope="module")
 def small():
-    return tm.gpt2_small_shapes()
+    return tg.gpt2_small_shapes()
 
 
 def test_gpt2_small_shapes_are_gpt2_smalls(small):
     assert small["wte"].shape == (50257, 768) and small["wpe"].shape == (1024, 768)
     assert len(small["blocks"]) == 12 and small["wte"].dtype == np.float32
-    assert tm.count_params(small) == 124_439_808
+    assert tg.count_params(small) == 124_439_808
     assert np.shares_memory(small["w_u"], small["wte"])                 # tied, as GPT-2
     assert tm.check_params(small, 12) == 12
     assert np.abs(small["blocks"][3]["ln_1"]["g"] - 1).max() < 0.2       # gains near 1
@@ -34,38 +36,38 @@ def test_the_toys_forward_runs_gpt2_smalls_shapes_and_stays_causal(small):
 
 
 def test_params_by_part_adds_up_and_counts_the_tied_output_layer_once(small):
-    parts = tm.params_by_part(small)
-    assert sum(parts.values()) == tm.count_params(small)
+    parts = tg.params_by_part(small)
+    assert sum(parts.values()) == tg.count_params(small)
     d = 768
     assert parts["token embeddings (wte)"] == 50257 * d and parts["positions (wpe)"] == 1024 * d
     assert parts["attention"] == 12 * (d * 3 * d + 3 * d + d * d + d)
     assert parts["MLP"] == 12 * (d * 4 * d + 4 * d + 4 * d * d + d)
     assert parts["LayerNorms"] == (12 * 2 + 1) * 2 * d
     assert parts["output layer's own W_U"] == 0
-    toy = tm.params_by_part(tm.PARAMS)                                   # untied: W_U counts
-    assert toy["output layer's own W_U"] == 4 * 12 and sum(toy.values()) == tm.count_params(tm.PARAMS)
+    toy = tg.params_by_part(tm.PARAMS)                                   # untied: W_U counts
+    assert toy["output layer's own W_U"] == 4 * 12 and sum(toy.values()) == tg.count_params(tm.PARAMS)
 
 
 def test_the_exercises_formula_agrees_with_the_shapes(small):
     from toy_widgets.lab09_gpt2 import _gpt2_size
-    assert _gpt2_size(12, 768, 50257, 1024) == tm.count_params(small)
+    assert _gpt2_size(12, 768, 50257, 1024) == tg.count_params(small)
 
 
 def test_time_generation_runs_the_generation_loop(small):
-    seconds, made = tm.time_generation([464, 3797], small, 12, 2, cache=True)
+    seconds, made = tg.time_generation([464, 3797], small, 12, 2, cache=True)
     assert made == 2 and seconds > 0
-    toy_seconds, toy_made = tm.time_generation(tm.encode("the cat"), tm.PARAMS, 2, 3, cache=False)
+    toy_seconds, toy_made = tg.time_generation(tm.encode("the cat"), tm.PARAMS, 2, 3, cache=False)
     assert toy_made == 3
 
 
 def test_attention_off_on_the_loaded_toy_is_notebook_6s_table(tmp_path):
     """The Output page: with attention off, ␣cat 0.455, ␣dog 0.143, ␣roof 0.143."""
-    lab = tm.load_gpt2(tm.save_toy_as_gpt2(tmp_path / "toy"))
+    lab = tg.load_gpt2(tg.save_toy_as_gpt2(tmp_path / "toy"))
     ids = lab["encode"]("the cat climbed the")
     p = tm.softmax(tm.forward(ids, lab["params"], lab["n_head"], attention_on=False)[-1])
     top = np.argsort(-p)[:3]
-    assert tm.token_texts(lab, top) == ["␣cat", "␣dog", "␣roof"]
-    assert [tm.fmt(p[j]) for j in top] == ["0.455", "0.143", "0.143"]
+    assert tg.token_texts(lab, top) == ["␣cat", "␣dog", "␣roof"]
+    assert [tw.fmt(p[j]) for j in top] == ["0.455", "0.143", "0.143"]
 
 
 def test_attention_off_changes_every_block_of_a_deeper_model():
@@ -82,23 +84,23 @@ def test_attention_off_changes_every_block_of_a_deeper_model():
 
 
 def test_the_layer_slider_is_hidden_with_one_block_and_shown_with_more(tmp_path):
-    lab = tm.load_gpt2(tm.save_toy_as_gpt2(tmp_path / "toy"))
-    layer = tm.lab_attention(lab).children[0].children[0]
+    lab = tg.load_gpt2(tg.save_toy_as_gpt2(tmp_path / "toy"))
+    layer = tw.lab_attention(lab).children[0].children[0]
     assert layer.description == "layer" and layer.layout.display == "none"
     params = tm.copy_params()
     params["blocks"] = params["blocks"] * 2
-    tm.save_gpt2(tmp_path / "two", params)
-    tm.save_bpe(tmp_path / "two", *tm.toy_bpe())
-    layer = tm.lab_attention(tm.load_gpt2(tmp_path / "two")).children[0].children[0]
+    tg.save_gpt2(tmp_path / "two", params)
+    tg.save_bpe(tmp_path / "two", *tg.toy_bpe())
+    layer = tw.lab_attention(tg.load_gpt2(tmp_path / "two")).children[0].children[0]
     assert layer.layout.display != "none" and layer.max == 2
 
 
 def test_a_pasted_long_text_is_refused_before_it_is_tokenized(tmp_path):
-    lab = tm.load_gpt2(tm.save_toy_as_gpt2(tmp_path / "toy"))
+    lab = tg.load_gpt2(tg.save_toy_as_gpt2(tmp_path / "toy"))
     seen = []
     real = lab["encode"]
     lab = {**lab, "encode": lambda text: seen.append(text) or real(text)}
-    widget = tm.lab_attention(lab)
+    widget = tw.lab_attention(lab)
     seen.clear()
     widget.children[1].value = "the cat " * 10_000
     assert not seen and "80,000 characters" in widget.children[4].value
@@ -126,13 +128,13 @@ def test_every_printed_output_of_the_lab_names_the_model_that_made_it():
     (dict(vocab=2.5), "vocab must be a whole"), (dict(seed=-1), "seed")])
 def test_gpt2_small_shapes_refuses_sizes_it_cannot_build(sizes, sentence):
     with pytest.raises(ValueError, match=sentence):
-        tm.gpt2_small_shapes(**sizes)
+        tg.gpt2_small_shapes(**sizes)
 
 
 def test_the_cost_helpers_name_a_bad_input():
     with pytest.raises(ValueError, match="params must be the weights' dict"):
-        tm.params_by_part(None)
+        tg.params_by_part(None)
     with pytest.raises(ValueError, match="count_params takes the weights"):
-        tm.count_params(None)
+        tg.count_params(None)
     with pytest.raises(ValueError, match="cache is True or False"):
-        tm.time_generation([1, 2], tm.PARAMS, 2, 1, cache="yes")
+        tg.time_generation([1, 2], tm.PARAMS, 2, 1, cache="yes")

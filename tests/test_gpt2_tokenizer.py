@@ -12,13 +12,14 @@ import numpy as np
 import pytest
 
 import toy_model as tm
+import toy_gpt2 as tg
 
 CORPUS = (Path(__file__).resolve().parents[1] / "data" / "corpus.txt").read_text(encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
 def gpt2():
-    encode, decode, vocab, merges = tm.gpt2_tokenizer()
+    encode, decode, vocab, merges = tg.gpt2_tokenizer()
     return encode, decode, vocab, merges
 
 
@@ -89,7 +90,7 @@ def test_merges_replayed_step_by_step_end_in_one_token(gpt2):
     _, _, vocab, merges = gpt2
     ranks = {pair: r for r, pair in enumerate(merges)}
     steps = []
-    assert tm.bpe(tm.byte_chars(" climbed"), ranks, steps) == ["Ġclimbed"]
+    assert tg.bpe(tg.byte_chars(" climbed"), ranks, steps) == ["Ġclimbed"]
     assert steps[-1] == ["Ġclimbed"] and len(steps) == len(" climbed") - 1
     merged = [next(p for p in after if p not in before)
               for before, after in zip([list("Ġclimbed")] + steps, steps)]
@@ -120,10 +121,10 @@ def test_the_heap_merges_as_gpt2s_own_loop():
 
     rng = np.random.default_rng(22)
     words = ["".join(rng.choice(list("abc"), rng.integers(1, 30))) for _ in range(400)]
-    merges = tm.train_bpe(words, 40)
+    merges = tg.train_bpe(words, 40)
     ranks = {pair: r for r, pair in enumerate(merges)}
     for word in words + ["aaaaaaa", "abababab", "cccbbbaaa"]:
-        assert tm.bpe(word, ranks) == reference_bpe(word, ranks), word
+        assert tg.bpe(word, ranks) == reference_bpe(word, ranks), word
 
 
 def test_decode_takes_token_ids_only(gpt2):
@@ -153,20 +154,20 @@ def test_a_cut_character_decodes_to_the_replacement_mark(gpt2):
 
 def trained_by_tokenizers(text, n_merges):
     pytest.importorskip("tokenizers")
-    return tm.tokenizers_merges(text, n_merges)
+    return tg.tokenizers_merges(text, n_merges)
 
 
 def words_of(text):
-    return [tm.byte_chars(w) for w in tm.pre_split(text)]
+    return [tg.byte_chars(w) for w in tg.pre_split(text)]
 
 
 def test_with_tokenizers_tie_rule_the_trainer_learns_tokenizers_merges():
-    assert tm.train_bpe(words_of(CORPUS), 40, ties="ids") == trained_by_tokenizers(CORPUS, 40)
+    assert tg.train_bpe(words_of(CORPUS), 40, ties="ids") == trained_by_tokenizers(CORPUS, 40)
     rng = np.random.default_rng(23)
     alphabet = list("abcab  .,'é1") + ["🙂", "the", " cat"]
     for _ in range(150):
         text = "".join(rng.choice(alphabet, rng.integers(1, 60)))
-        assert tm.train_bpe(words_of(text), 25, ties="ids") == trained_by_tokenizers(text, 25), repr(text)
+        assert tg.train_bpe(words_of(text), 25, ties="ids") == trained_by_tokenizers(text, 25), repr(text)
 
 
 def pair_counts(words, merges):
@@ -174,7 +175,7 @@ def pair_counts(words, merges):
     counts = {}
     pieces = [tuple(w) for w in words]
     for pair in merges:
-        pieces = [tm.merge_pair(w, pair) for w in pieces]
+        pieces = [tg.merge_pair(w, pair) for w in pieces]
     for w in pieces:
         for pair in zip(w, w[1:]):
             counts[pair] = counts.get(pair, 0) + 1
@@ -185,7 +186,7 @@ def test_where_the_first_seen_rule_differs_it_is_a_tie():
     """The course's rule (first counted) and tokenizers' (oldest pieces) choose differently
     only between equally frequent pairs."""
     words = words_of(CORPUS)
-    ours, theirs = tm.train_bpe(words, 40), trained_by_tokenizers(CORPUS, 40)
+    ours, theirs = tg.train_bpe(words, 40), trained_by_tokenizers(CORPUS, 40)
     k = next(i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b)
     counts = pair_counts(words, ours[:k])
     assert counts[ours[k]] == counts[theirs[k]] == max(counts.values())
@@ -196,17 +197,17 @@ def test_where_the_first_seen_rule_differs_it_is_a_tie():
 
 def test_the_trainer_merges_most_frequent_first_on_a_small_example():
     words = ["low"] * 5 + ["lower"] * 2 + ["newest"] * 6 + ["widest"] * 3
-    assert tm.train_bpe(words, 4) == [("e", "s"), ("es", "t"), ("l", "o"), ("lo", "w")]
-    assert tm.train_bpe(["aaaa"], 3) == [("a", "a"), ("aa", "aa")]     # stops: no pair left
-    assert tm.merge_pair(("a", "a", "a"), ("a", "a")) == ("aa", "a")
+    assert tg.train_bpe(words, 4) == [("e", "s"), ("es", "t"), ("l", "o"), ("lo", "w")]
+    assert tg.train_bpe(["aaaa"], 3) == [("a", "a"), ("aa", "aa")]     # stops: no pair left
+    assert tg.merge_pair(("a", "a", "a"), ("a", "a")) == ("aa", "a")
 
 
 def test_the_trainers_merges_tokenize_the_corpus_into_fewer_tokens():
-    merges = tm.train_bpe(words_of(CORPUS), 30)
-    vocab = {c: i for i, c in enumerate(tm.BYTE_TO_CHAR.values())}
+    merges = tg.train_bpe(words_of(CORPUS), 30)
+    vocab = {c: i for i, c in enumerate(tg.BYTE_TO_CHAR.values())}
     for a, b in merges:
         vocab.setdefault(a + b, len(vocab))
-    encode, decode = tm.bpe_tokenizer(vocab, merges)
+    encode, decode = tg.bpe_tokenizer(vocab, merges)
     ids = encode(CORPUS)
     assert decode(ids) == CORPUS and len(ids) < len(CORPUS.encode()) / 3
 
@@ -214,14 +215,14 @@ def test_the_trainers_merges_tokenize_the_corpus_into_fewer_tokens():
 @pytest.mark.parametrize("bad", ["the cat", [1, 2], None])
 def test_the_trainer_names_a_bad_input(bad):
     with pytest.raises(ValueError, match="list of words"):
-        tm.train_bpe(bad, 3)
+        tg.train_bpe(bad, 3)
 
 
 def test_the_trainer_refuses_a_bad_count_or_rule():
     with pytest.raises(ValueError, match="n_merges"):
-        tm.train_bpe(["ab"], -1)
+        tg.train_bpe(["ab"], -1)
     with pytest.raises(ValueError, match="ties"):
-        tm.train_bpe(["ab"], 1, ties="last")
+        tg.train_bpe(["ab"], 1, ties="last")
 
 
 # --- What the tokenizer costs, counted rather than timed --------------------------------
@@ -246,19 +247,19 @@ class CountingRanks(dict):
 @pytest.mark.parametrize("word", ["Ġ" * 4000, "7" * 4000, "ab" * 2000], ids=["spaces", "digits", "ab"])
 def test_one_word_costs_a_few_look_ups_per_character(word):
     """A merge pass that rescanned the word would look up about n²/2 pairs (8 million here)."""
-    merges = tm.train_bpe([word[:64]] * 3, 12)
+    merges = tg.train_bpe([word[:64]] * 3, 12)
     ranks = CountingRanks({pair: r for r, pair in enumerate(merges)})
     CountingRanks.looked_up = 0
-    tm.bpe(word, ranks)
+    tg.bpe(word, ranks)
     assert CountingRanks.looked_up < 10 * len(word), CountingRanks.looked_up
 
 
 def test_repeated_words_are_merged_once(monkeypatch):
     import toy_gpt2
     calls = []
-    real, toy = toy_gpt2.bpe, tm.toy_bpe()
+    real, toy = toy_gpt2.bpe, tg.toy_bpe()
     monkeypatch.setattr(toy_gpt2, "bpe", lambda word, ranks, steps=None: calls.append(word) or real(word, ranks))
-    encode, _ = tm.bpe_tokenizer(*toy)
+    encode, _ = tg.bpe_tokenizer(*toy)
     ids = encode("the cat climbed the roof." * 200)
     assert len(ids) == 200 * 7 and len(calls) == len(set(calls)) <= 8
 
@@ -267,7 +268,7 @@ def test_repeated_words_are_merged_once(monkeypatch):
                                            ("abc", "not text"), (None, "list of token ids"),
                                            ([12], "does not exist")])
 def test_the_toys_bpe_decode_takes_token_ids_only(bad, sentence):
-    _, decode = tm.bpe_tokenizer(*tm.toy_bpe())
+    _, decode = tg.bpe_tokenizer(*tg.toy_bpe())
     with pytest.raises(ValueError, match=sentence):
         decode(bad)
 
@@ -280,5 +281,5 @@ def test_gpt2s_tokenizer_needs_no_network(monkeypatch):
         raise AssertionError("the tokenizer tried to reach the network")
     monkeypatch.setattr(socket.socket, "connect", no_network)
     monkeypatch.setattr(socket, "create_connection", no_network)
-    encode, decode, vocab, _ = tm.gpt2_tokenizer()
+    encode, decode, vocab, _ = tg.gpt2_tokenizer()
     assert decode(encode("the cat climbed the")) == "the cat climbed the" and len(vocab) == 50257

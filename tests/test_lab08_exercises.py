@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import toy_model as tm
+import toy_train as tt
 import toy_widgets as tw
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,9 +69,9 @@ def test_layer_norm_backward_written_another_way_passes():
 
 @pytest.mark.parametrize("wrong, words", [
     (lambda dout, x, g: dout * g / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5), "moves its row's mean and std"),
-    (lambda dout, x, g: tm.layer_norm_backward(dout, x, g, eps=0.0)[0], "1e-5"),
-    (lambda dout, x, g: tm.layer_norm_backward(dout, x, np.ones_like(g))[0], "dx̂ = dout · g"),
-    (lambda dout, x, g: tm.layer_norm_backward(dout, x, g), "parts of different shapes"),  # (dx, dg, db)
+    (lambda dout, x, g: tt.layer_norm_backward(dout, x, g, eps=0.0)[0], "1e-5"),
+    (lambda dout, x, g: tt.layer_norm_backward(dout, x, np.ones_like(g))[0], "dx̂ = dout · g"),
+    (lambda dout, x, g: tt.layer_norm_backward(dout, x, g), "parts of different shapes"),  # (dx, dg, db)
 ])
 def test_layer_norm_backward_mistakes_get_their_sentence(wrong, words):
     ok, message = tw.answer_code("08.6", wrong)
@@ -80,9 +81,9 @@ def test_layer_norm_backward_mistakes_get_their_sentence(wrong, words):
 # --- 08.7 one head backwards -------------------------------------------------------------------
 
 def test_attention_backward_from_the_library_passes_and_a_missing_mask_fails():
-    ok, message = tw.answer_code("08.7", lambda dout, q, k, v: tm.attention_backward(dout, q, k, v))
+    ok, message = tw.answer_code("08.7", lambda dout, q, k, v: tt.attention_backward(dout, q, k, v))
     assert ok is True, message
-    ok, _ = tw.answer_code("08.7", lambda dout, q, k, v: tm.attention_backward(dout, q, k, v, mask=False))
+    ok, _ = tw.answer_code("08.7", lambda dout, q, k, v: tt.attention_backward(dout, q, k, v, mask=False))
     assert ok is False
 
 
@@ -110,7 +111,7 @@ def test_a_central_difference_by_hand_is_the_right_answer():
         w[1] += sign * 1e-4
         losses.append(tm.cross_entropy(tm.forward(ids, tm.replace_weight(tm.PARAMS, "blocks.0.ln_2.g", w)), targets))
     measured = (losses[0] - losses[1]) / 2e-4
-    box = tm.exercise("08.8")
+    box = tw.exercise("08.8")
     assert box.try_answer(f"{measured:.4f}").startswith("Right")
     assert "Divide by 2ε" in box.try_answer(f"{(losses[0] - losses[1]) / 1e-4:.4f}")
     assert "sign" in box.try_answer(f"{-measured:.4f}")
@@ -131,7 +132,7 @@ def outputs_of(cell):
 def test_the_stored_training_curve_is_the_finished_run():
     """The live curve's stored picture shows the whole run: many pixels of the line's blue."""
     from matplotlib.image import imread
-    cell = next(c for c in notebook()["cells"] if "tm.train_live(" in "".join(c["source"]))
+    cell = next(c for c in notebook()["cells"] if "tw.train_live(" in "".join(c["source"]))
     (out,) = [o for o in cell["outputs"] if "image/png" in o.get("data", {})]
     image = imread(io.BytesIO(base64.b64decode(out["data"]["image/png"])))[..., :3]
     blue = np.all(np.abs(image - np.array([0x00, 0x72, 0xB2]) / 255) < 0.08, axis=-1)
@@ -144,8 +145,8 @@ def prose():
 
 def test_prose_numbers_of_the_lab_are_the_computed_ones():
     text = prose()
-    corpus = tm.load_corpus()
-    cat = tm.next_token_counts(corpus, tm.encode("the cat climbed the"))
+    corpus = tt.load_corpus()
+    cat = tt.next_token_counts(corpus, tm.encode("the cat climbed the"))
     roof = tm.VOCAB.index(" roof")
     assert f"␣roof {cat[roof]} times out of {cat.sum()}" in text
     assert f"p(␣roof) = {cat[roof]}/{cat.sum()}" in text
@@ -157,14 +158,14 @@ def test_prose_numbers_of_the_lab_are_the_computed_ones():
 # --- The sweep's conclusions, recomputed from data/seed_sweep.json --------------------------
 
 def sweep_facts():
-    sweep = tm.load_sweep()
-    corpus = tm.load_corpus()
-    cat, dog = (tm.next_token_counts(corpus, tm.encode(t)) for t in ["the cat climbed the", "the dog climbed the"])
+    sweep = tt.load_sweep()
+    corpus = tt.load_corpus()
+    cat, dog = (tt.next_token_counts(corpus, tm.encode(t)) for t in ["the cat climbed the", "the dog climbed the"])
 
     def total(counts):
         share = counts / counts.sum()
         return -(counts[counts > 0] * np.log(share[counts > 0])).sum()
-    floor = tm.best_possible_loss(corpus)
+    floor = tt.best_possible_loss(corpus)
     blind = floor + (total(cat + dog) - total(cat) - total(dog)) / sum(len(s) - 1 for s in corpus)
     learnt = (floor + blind) / 2
 

@@ -1,9 +1,9 @@
 """The course's layout: one home per notebook, one definition per name, a model a learner can read.
 
-toy_model reaches the labs' modules and the widget package lazily (a notebook writes
-`tm.train(...)` or `tm.logit_playground()`), so a name defined in two of them would
-silently resolve to whichever comes first, and a name a notebook uses but nobody defines
-would only fail when a learner runs that cell.
+A notebook imports each module where it lives (`import toy_model as tm`, `import
+toy_widgets as tw`, the labs `import toy_train as tt` and `import toy_gpt2 as tg`), so a
+name it uses through one of them must be defined there, and a name defined in two modules
+would leave a reader unsure which one runs.
 """
 import ast
 import importlib
@@ -15,6 +15,8 @@ import pytest
 from browser_harness import REPO_ROOT
 
 import toy_model as tm
+import toy_train as tt
+import toy_widgets as tw
 
 MODEL_MODULES = ["toy_model", "toy_checks", "toy_train", "toy_gpt2"]
 WIDGET_MODULES = [f"toy_widgets.{name}" for name in importlib.import_module("toy_widgets").MODULES]
@@ -47,23 +49,37 @@ def test_no_public_name_is_defined_in_two_modules():
     assert not twice, f"defined in more than one module (tm would find only the first): {twice}"
 
 
-def names_used_through_tm(source):
-    return set(re.findall(r"\btm\.([A-Za-z_]\w*)", source))
+ALIASES = {"tm": "toy_model", "tw": "toy_widgets", "tt": "toy_train", "tg": "toy_gpt2"}
+
+
+def names_used(source):
+    """{(alias, name)} for every alias.name the source uses, alias one of ALIASES."""
+    return set(re.findall(rf"\b({'|'.join(ALIASES)})\.([A-Za-z_]\w*)", source))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_every_name_a_notebook_uses_through_tm_resolves(path):
+def test_every_name_a_notebook_uses_resolves_in_the_module_it_names(path):
     nb = nbformat.read(path, as_version=4)
-    used = set().union(*(names_used_through_tm(c.source) for c in nb.cells if c.cell_type == "code"))
-    assert used, f"{path.name} uses nothing from toy_model?"
-    missing = sorted(n for n in used if not hasattr(tm, n))
-    assert not missing, f"{path.name} uses tm.{', tm.'.join(missing)}, which nothing defines"
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    used = set().union(*map(names_used, code))
+    assert used, f"{path.name} uses nothing from the course's modules?"
+    for alias in {a for a, _ in used}:
+        assert any(f"import {ALIASES[alias]} as {alias}" in c for c in code[:1]), \
+            f"{path.name} uses {alias}. but its first cell does not import {ALIASES[alias]} as {alias}"
+    missing = sorted(f"{a}.{n}" for a, n in used if not hasattr(importlib.import_module(ALIASES[a]), n))
+    assert not missing, f"{path.name} uses {', '.join(missing)}, which the module it names lacks"
 
 
 def test_the_lookup_test_catches_a_missing_name():
-    # The check above must fail for a name nobody defines.
-    assert names_used_through_tm("x = tm.no_such_function(3)") == {"no_such_function"}
+    # The check above must fail for a name nobody defines, and for one in another module.
+    assert names_used("x = tm.no_such_function(3)") == {("tm", "no_such_function")}
     assert not hasattr(tm, "no_such_function")
+    assert not hasattr(tm, "logit_playground") and not hasattr(tm, "train")
+
+
+def test_no_module_reaches_its_names_lazily():
+    for name in MODEL_MODULES + ["toy_widgets"] + WIDGET_MODULES:
+        assert "__getattr__" not in vars(importlib.import_module(name)), f"{name} has a lazy __getattr__"
 
 
 def test_toy_model_is_a_short_module_a_learner_reads_top_to_bottom():
@@ -87,7 +103,7 @@ def test_each_notebook_has_one_widget_module(path):
     number = path.stem[:2]
     homes = [m for m in WIDGET_MODULES if re.search(rf"\.(nb|lab){number}_", m)]
     assert len(homes) == 1, f"{path.name}: its widgets and exercises live in {homes or 'no module'}"
-    registered = {key for key in tm.EXERCISES if key.startswith(number + ".")}
+    registered = {key for key in tw.EXERCISES if key.startswith(number + ".")}
     source = module_path(homes[0]).read_text(encoding="utf-8")
     elsewhere = [m for m in WIDGET_MODULES if m != homes[0]
                  and re.search(rf'_exercise\(\s*"{number}\.\d+"', module_path(m).read_text(encoding="utf-8"))]

@@ -66,8 +66,8 @@ def test_02_the_section_that_describes_the_rings_stores_them_in_a_picture():
 
 
 def test_02_the_rings_are_the_rows_of_x_labelled_position_and_token():
-    fig, ax = tm.new_figure(6.0, 4.6)
-    tm.embedding_scatter_plot(ax, dx=1, dy=3, rows_of=TEXT)
+    fig, ax = tw.new_figure(6.0, 4.6)
+    tw.embedding_scatter_plot(ax, dx=1, dy=3, rows_of=TEXT)
     dots, rings = ax.collections
     x = tm.run(TEXT)["x"]
     np.testing.assert_array_equal(rings.get_offsets(), x[:, [1, 3]])
@@ -91,27 +91,27 @@ def test_02_the_rings_are_the_rows_of_x_labelled_position_and_token():
 
 
 def test_02_the_widget_and_the_picture_draw_the_same_rings():
-    panel = tm.embedding_scatter()
+    panel = tw.embedding_scatter()
     controls, canvas, area = panel.children[:3]        # then the panel's style rule
     controls.children[2].value = True                     # add positions
     live = canvas.figure.axes[0].collections[1]
-    fig, ax = tm.new_figure()
-    tm.embedding_scatter_plot(ax, dx=1, dy=3, rows_of=TEXT)
+    fig, ax = tw.new_figure()
+    tw.embedding_scatter_plot(ax, dx=1, dy=3, rows_of=TEXT)
     np.testing.assert_array_equal(live.get_offsets(), ax.collections[1].get_offsets())
 
 
 # --- 04: the mask off, pictured; why before the softmax; why two heads ---------------
 
 def test_04_the_try_it_section_pictures_both_heads_with_the_mask_off():
-    section = section_with("04_mask_and_heads", "tm.mask_and_heads()")
+    section = section_with("04_mask_and_heads", "tw.mask_and_heads()")
     drawn = pictures(section)
     assert drawn and "mask=False" in source(drawn[0])
-    assert section.index(drawn[0]) < section.index(next(c for c in section if "tm.mask_and_heads()" in source(c)))
-    fig, axes, maps = tm.heads_figure(tm.run(TEXT, mask=False))
+    assert section.index(drawn[0]) < section.index(next(c for c in section if "tw.mask_and_heads()" in source(c)))
+    fig, axes, maps = tw.heads_figure(tm.run(TEXT, mask=False))
     for h, (a, (im, texts)) in enumerate(zip(axes, maps, strict=True)):
         assert a.get_title().endswith("(no mask)")
         np.testing.assert_allclose(im.get_array(), tm.run(TEXT, mask=False)["heads"][h]["weights"])
-    fig, axes, maps = tm.heads_figure(tm.run(TEXT))
+    fig, axes, maps = tw.heads_figure(tm.run(TEXT))
     assert not any("no mask" in a.get_title() for a in axes)
     assert np.isnan(np.asarray(maps[0][0].get_array(), float)[0, 1]), "masked cells stay blank"
 
@@ -153,11 +153,11 @@ def independent_heads(q, k, v, n_head):
     return out.transpose(1, 0, 2).reshape(n, d)
 
 
-SPEC = tm.EXERCISES["04.5"]
+SPEC = tw.EXERCISES["04.5"]
 
 
 def test_04_5_the_model_agrees_with_an_independent_version_on_every_input():
-    cases = list(tw._now(SPEC["cases"]))
+    cases = list(tw.exercises._now(SPEC["cases"]))
     assert len(cases) >= 4 and {args[3] for _, args in cases} >= {1, 2, 3}
     for label, args in cases:
         np.testing.assert_allclose(SPEC["reference"](*args), independent_heads(*args), atol=1e-12,
@@ -229,8 +229,8 @@ def test_04_5_unfinished_and_the_stored_notebook():
     assert tw.answer_code("04.5", stub) == (None, tw.NOT_DONE)
     stub_cell = next(c for c in cells("04_mask_and_heads") if source(c).startswith("def split_and_concat"))
     assert "np.split" not in source(stub_cell) and "concatenate" not in source(stub_cell)
-    calls = [source(c).strip() for c in cells("04_mask_and_heads") if "tm.exercise(\"04.5\"" in source(c)]
-    assert calls == ['tm.exercise("04.5", split_and_concat)']
+    calls = [source(c).strip() for c in cells("04_mask_and_heads") if "tw.exercise(\"04.5\"" in source(c)]
+    assert calls == ['tw.exercise("04.5", split_and_concat)']
 
 
 # --- 01-04: the full stop, the tokenizer's notes --------------------------------------
@@ -240,10 +240,10 @@ BARE_DOT = re.compile(r'`\.`|"\."|(?<![^\s(])\.(?=[\s,;:)]|$)')
 
 
 def exercise_texts(prefix):
-    for key, spec in tm.EXERCISES.items():
+    for key, spec in tw.EXERCISES.items():
         if key[:2] == prefix:
-            texts = [tw._now(spec["question"]), tw._now(spec["solution"])]
-            hints = tw._now(spec.get("hints", ()))
+            texts = [tw.exercises._now(spec["question"]), tw.exercises._now(spec["solution"])]
+            hints = tw.exercises._now(spec.get("hints", ()))
             texts += list(hints.values()) if isinstance(hints, dict) else [s for _, s in hints]
             if spec["kind"] != "code":
                 yield from ((key, t) for t in texts if isinstance(t, str))
@@ -265,15 +265,15 @@ def test_the_tokenizers_sentence_quotes_the_full_stop():
 
 
 def test_01_an_empty_box_says_so_and_the_prose_says_when_to_press_enter():
-    panel = tm.tokenizer_widget()
+    panel = tw.tokenizer_widget()
     box, chips, id_list, area = panel.children[:4]     # then the panel's style rule
     box.value = ""
     assert "box is empty" in area.value and "keep typing" not in area.value
     press_enter(box)
-    assert "empty" in area.value and tm.VERMILION in area.value
+    assert "empty" in area.value and tw.VERMILION in area.value
     box.value = "the cat jump"
     assert "keep typing, or press Enter" in area.value
-    section = section_with("01_tokens", "tm.tokenizer_widget()")
+    section = section_with("01_tokens", "tw.tokenizer_widget()")
     assert any("**Enter**" in source(c) for c in section if c["cell_type"] == "markdown")
 
 

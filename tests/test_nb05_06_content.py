@@ -6,7 +6,7 @@ the random toy that shows gains, biases and a second block, and their new exerci
 - the switches of 06 draw the flipped setting as dashed outlines, so each stored picture
   shows the state its prose describes (tied: ␣the leads), and no two pictures are the same;
 - typing back the logit the playground shows keeps the exact logit;
-- tm.random_toy() has nothing trivial, and the model runs it as an independent numpy
+- tw.random_toy() has nothing trivial, and the model runs it as an independent numpy
   GPT-2 forward pass does (gains, biases, positions, two blocks);
 - the tying mechanism: ␣the's own embedding carried by the stream, E Eᵀ's direct path,
   and a trained tied toy whose block outvotes it;
@@ -23,6 +23,8 @@ import numpy as np
 import pytest
 
 import toy_model as tm
+import toy_train as tt
+import toy_widgets as tw
 from widget_tools import find, shown, text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,15 +61,15 @@ def slope(u):
 def test_05_quotes_the_mlps_share_and_gelus_slope_as_computed():
     ids = tm.encode(TEXT + " roof")
     on, off = (tm.cross_entropy(tm.forward(ids[:-1], mlp_on=m), ids[1:]) for m in (True, False))
-    assert quoted(NB05, "lower without it ({} nats against") == [tm.fmt(off)]
-    assert quoted(NB05, "nats against {})") == [tm.fmt(on)]
+    assert quoted(NB05, "lower without it ({} nats against") == [tw.fmt(off)]
+    assert quoted(NB05, "nats against {})") == [tw.fmt(on)]
     assert off < on, "the prose says the toy's loss is lower without its MLP"
     u = np.linspace(-2, 0, 200_001)
     low = u[tm.gelu(u).argmin()]
-    assert quoted(NB05, "the bottom of the dip, u = {}") == [tm.fmt(low)]
+    assert quoted(NB05, "the bottom of the dip, u = {}") == [tw.fmt(low)]
     assert abs(slope(low)) < 1e-3
-    assert quoted(NB05, "negative ({} at u = -1)") == [tm.fmt(slope(-1.0))]
-    assert quoted(NB05, "fades towards 0 ({} at u = -3)") == [tm.fmt(slope(-3.0))]
+    assert quoted(NB05, "negative ({} at u = -1)") == [tw.fmt(slope(-1.0))]
+    assert quoted(NB05, "fades towards 0 ({} at u = -3)") == [tw.fmt(slope(-3.0))]
     assert slope(-1.0) < 0 and slope(-3.0) < 0 and abs(slope(-3.0)) < abs(slope(-1.0))
 
 
@@ -75,7 +77,7 @@ def test_05_breaks_13d_down_and_no_longer_tells_the_fit_story_mid_page():
     text_ = prose(NB05)
     assert "9d" in text_ and "4d" in text_ and "13d" in text_
     d = 768
-    per_block = tm.init_params(d=8, d_mlp=32, n_layer=1)["blocks"][0]
+    per_block = tt.init_params(d=8, d_mlp=32, n_layer=1)["blocks"][0]
     names = tm.weight_names({"b": per_block})
     extra = sum(tm.get_weight({"b": per_block}, n).size for n in names
                 if n.endswith(".b") or n.endswith(".g"))
@@ -92,11 +94,11 @@ def test_05_points_at_no_table_its_picture_lacks():
 def test_06_quotes_the_tying_mechanism_as_computed():
     r = tm.run(TEXT)
     bypass = tm.run(TEXT, tied=True, attention_on=False, mlp_on=False)
-    assert quoted(NB06, "the MLP adds {}, so") == [tm.fmt(r["mlp"][-1][3])]
-    assert quoted(NB06, "y₅'s d4 is {} and") == [tm.fmt(r["y"][-1][3])]
-    assert quoted(NB06, "its tied logit, {}, beats") == [tm.fmt(r["f"][-1] @ tm.PARAMS["wte"][THE])]
-    assert quoted(NB06, "with logit {}. This is") == [tm.fmt(bypass["logits"][-1].max())]
-    assert tm.TOKENS[int(bypass["logits"][-1].argmax())] == "␣the"
+    assert quoted(NB06, "the MLP adds {}, so") == [tw.fmt(r["mlp"][-1][3])]
+    assert quoted(NB06, "y₅'s d4 is {} and") == [tw.fmt(r["y"][-1][3])]
+    assert quoted(NB06, "its tied logit, {}, beats") == [tw.fmt(r["f"][-1] @ tm.PARAMS["wte"][THE])]
+    assert quoted(NB06, "with logit {}. This is") == [tw.fmt(bypass["logits"][-1].max())]
+    assert tw.TOKENS[int(bypass["logits"][-1].argmax())] == "␣the"
     # the stream carries ␣the's own [0, 0, 0, 2]: d4 of x_5 is 2, attention adds 0 there
     assert np.allclose(r["x"][-1], [0, 0, 0, 2]) and r["attn"][-1][3] == 0
 
@@ -114,14 +116,14 @@ def test_the_direct_path_is_symmetric_and_repeats_most_tokens():
 
 
 def test_a_trained_tied_toy_outvotes_the_direct_path():
-    corpus = tm.load_corpus()
-    trained, _ = tm.train(corpus, steps=200, seed=2, lr=0.05, tied=True)
+    corpus = tt.load_corpus()
+    trained, _ = tt.train(corpus, steps=200, seed=2, lr=0.05, tied=True)
     assert "w_u" not in trained
     with_block = tm.run(TEXT, params=trained)["p"][-1]
     bypassed = tm.run(TEXT, params=trained, attention_on=False, mlp_on=False)["p"][-1]
-    assert tm.TOKENS[int(bypassed.argmax())] == "␣the" and bypassed[THE] > 0.5
+    assert tw.TOKENS[int(bypassed.argmax())] == "␣the" and bypassed[THE] > 0.5
     assert with_block[THE] < 0.01
-    assert tm.TOKENS[int(with_block.argmax())] in ("␣roof", "␣sofa", "␣wall", "␣floor")
+    assert tw.TOKENS[int(with_block.argmax())] in ("␣roof", "␣sofa", "␣wall", "␣floor")
 
 
 def test_06_says_parameter_count_not_file_size_and_drops_the_clutter():
@@ -146,19 +148,19 @@ def stored_pngs(path):
 
 def test_06_widget_pictures_differ():
     pngs = stored_pngs(NB06)
-    widgets_ = [k for k in pngs if k.startswith("tm.")]
-    assert {"tm.logit_playground()", "tm.tying_switch()", "tm.attention_switch()"} <= set(widgets_)
+    widgets_ = [k for k in pngs if k.startswith("tw.")]
+    assert {"tw.logit_playground()", "tw.tying_switch()", "tw.attention_switch()"} <= set(widgets_)
     assert len({pngs[k] for k in pngs}) == len(pngs), "two stored pictures are the same"
 
 
 @pytest.mark.parametrize("make, option, now, other", [
-    (tm.tying_switch, "tied", "own W_U", "tied: W_U = Eᵀ"),
-    (tm.attention_switch, "attention_on", "attention on", "attention off")])
+    (tw.tying_switch, "tied", "own W_U", "tied: W_U = Eᵀ"),
+    (tw.attention_switch, "attention_on", "attention on", "attention off")])
 def test_a_switch_draws_the_flipped_setting_dashed(make, option, now, other):
     box = make()
     ax = box.chart.ax
     outlines = [b for b in ax.patches if not b.get_fill()]
-    assert len(outlines) == len(tm.TOKENS) and all(b.get_linestyle() == "--" for b in outlines)
+    assert len(outlines) == len(tw.TOKENS) and all(b.get_linestyle() == "--" for b in outlines)
     start = option == "attention_on"
     p_now = tm.run(TEXT, **{option: start})["p"][-1]
     p_other = tm.run(TEXT, **{option: not start})["p"][-1]
@@ -177,10 +179,10 @@ def test_a_switch_draws_the_flipped_setting_dashed(make, option, now, other):
 
 
 def test_the_tying_picture_shows_the_the_leading_when_tied():
-    box = tm.tying_switch()
+    box = tw.tying_switch()
     outlines = [b for b in box.chart.ax.patches if not b.get_fill()]
-    assert tm.TOKENS[int(np.argmax([b.get_height() for b in outlines]))] == "␣the"
-    assert tm.TOKENS[int(np.argmax(shown(box.chart)))] == "␣roof"
+    assert tw.TOKENS[int(np.argmax([b.get_height() for b in outlines]))] == "␣the"
+    assert tw.TOKENS[int(np.argmax(shown(box.chart)))] == "␣roof"
     assert "dashed" in prose(NB06) and "with tying (dashed) ␣the takes\nthe lead" in prose(NB06)
     png = base64.b64decode(box._repr_mimebundle_()["image/png"])
     assert png.startswith(b"\x89PNG")
@@ -189,14 +191,14 @@ def test_the_tying_picture_shows_the_the_leading_when_tied():
 # --- the playground keeps the exact logit when it is typed back as shown -----------------
 
 def test_typing_back_the_shown_logit_changes_nothing():
-    box = tm.logit_playground()
+    box = tw.logit_playground()
     typed = find(box, widgets.Text)[0]
     line = find(box, widgets.HTML)[-2]
     z0 = tm.run(TEXT)["logits"][-1]
     roof = tm.VOCAB.index(" roof")
     before = text(line)
-    assert z0[roof] != float(tm.fmt(z0[roof])), "the shown logit is rounded"
-    typed.value = tm.fmt(z0[roof])                 # 2.491, as shown
+    assert z0[roof] != float(tw.fmt(z0[roof])), "the shown logit is rounded"
+    typed.value = tw.fmt(z0[roof])                 # 2.491, as shown
     assert np.array_equal(box.state.z, z0) and text(line) == before
     assert np.allclose(shown(box.chart), tm.softmax(z0))
     typed.value = "2.5"                            # another value is applied exactly
@@ -209,7 +211,7 @@ def test_typing_back_the_shown_logit_changes_nothing():
 # --- the random toy: nothing trivial, run as GPT-2 runs it -------------------------------
 
 def test_random_toy_has_nothing_trivial_and_is_read_only():
-    rt = tm.random_toy()
+    rt = tw.random_toy()
     assert len(rt["blocks"]) == 2 and rt["wpe"].any(axis=1).all()
     for name in tm.weight_names(rt):
         w = tm.get_weight(rt, name)
@@ -219,9 +221,9 @@ def test_random_toy_has_nothing_trivial_and_is_read_only():
             assert np.all(w != 0), name
     with pytest.raises((ValueError, TypeError)):
         rt["wte"][0, 0] = 1.0
-    again = tm.random_toy()
+    again = tw.random_toy()
     assert all(np.array_equal(tm.get_weight(rt, n), tm.get_weight(again, n)) for n in tm.weight_names(rt))
-    assert not np.array_equal(tm.random_toy(seed=1)["wte"], rt["wte"])
+    assert not np.array_equal(tw.random_toy(seed=1)["wte"], rt["wte"])
 
 
 def reference_forward(ids, P, n_head=2):
@@ -255,7 +257,7 @@ def reference_forward(ids, P, n_head=2):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_the_model_runs_the_random_toy_as_gpt2_does(seed):
-    rt = tm.random_toy(seed)
+    rt = tw.random_toy(seed)
     ids = tm.encode(TEXT)
     assert np.allclose(tm.forward(ids, rt), reference_forward(ids, rt), atol=1e-12)
     r = tm.run(TEXT, params=rt)
@@ -268,7 +270,7 @@ def test_the_model_runs_the_random_toy_as_gpt2_does(seed):
 @pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("0[1-9]_*.ipynb")), ids=lambda p: p.stem)
 def test_exercises_are_numbered_in_page_order(path):
     keys = [m.group(1) for c in load(path)["cells"] if c["cell_type"] == "code"
-            for m in [re.search(r'tm\.exercise\("(\d\d\.\d+)"', "".join(c["source"]))] if m]
+            for m in [re.search(r'tw\.exercise\("(\d\d\.\d+)"', "".join(c["source"]))] if m]
     numbers = [int(k.split(".")[1]) for k in keys]
     assert numbers == list(range(1, len(numbers) + 1)), keys
 
@@ -298,7 +300,7 @@ def no_residual(x, blk):
     (right_block, "Right: your function agrees with the model on all 4 inputs."),
     (no_gains, "gain and bias"), (post_ln, "post-LN"), (no_residual, "h = x + attn(LN1(x))")])
 def test_05_6_checks_a_learners_block(function, expected):
-    message = tm.exercise("05.6", function).message
+    message = tw.exercise("05.6", function).message
     assert expected in message, message
 
 
@@ -324,5 +326,5 @@ def loss_right(logits, targets):
     (lambda z, t: loss_right(z, t) * len(z), "Not yet"),
     (lambda z, t: None, "Not done yet")])
 def test_06_8_checks_a_learners_loss(function, expected):
-    message = tm.exercise("06.8", function).message
+    message = tw.exercise("06.8", function).message
     assert expected in message, message

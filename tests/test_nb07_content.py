@@ -62,8 +62,8 @@ def our_loop(prompt, temperature, seed):
 
 def stepper_call():
     """The arguments the notebook builds its stepper with, read from its code cell."""
-    (call,) = [s for s in code_cells() if s.startswith("tm.generation_stepper(")]
-    return eval(call.replace("tm.generation_stepper", "dict"))
+    (call,) = [s for s in code_cells() if s.startswith("tw.generation_stepper(")]
+    return eval(call.replace("tw.generation_stepper", "dict"))
 
 
 def test_the_stepper_a_class_sees_first_writes_a_sentence():
@@ -78,7 +78,7 @@ def test_the_stepper_a_class_sees_first_writes_a_sentence():
     assert [s["next"] for s in steps] != [s["next"] for s in tm.generate(args["prompt"])], \
         "a draw that only repeats greedy shows nothing greedy does not"
 
-    root = tm.generation_stepper(**args)
+    root = tw.generation_stepper(**args)
     button = next(w for w in walk(root) if type(w).__name__ == "Button")
     for want in steps:
         button.click()
@@ -98,7 +98,7 @@ def test_the_prose_says_which_seed_and_that_most_seeds_go_wrong():
 
 
 def test_a_drawn_full_stop_is_named_in_quotes():
-    root = tm.generation_stepper(prompt="the cat climbed the roof", temperature=0)
+    root = tw.generation_stepper(prompt="the cat climbed the roof", temperature=0)
     next(w for w in walk(root) if type(w).__name__ == "Button").click()
     status = [text(w) for w in walk(root) if type(w).__name__ == "HTML" and "Step 1" in w.value]
     assert status == ["Step 1: drew '.', which had p = 1.000."]
@@ -115,7 +115,7 @@ def colour(c):
 def test_the_temperature_legend_explains_every_mark_on_the_picture(k):
     """Every filled bar has the colour the legend gives "drawn from", every outline the
     colour and dash of the legend's "before" entry, whatever the state."""
-    root = tm.temperature_explorer()
+    root = tw.temperature_explorer()
     next(w for w in walk(root) if getattr(w, "description", None) == "exact k").value = k
     legend = root.chart.ax.get_legend()
     labels = [t.get_text() for t in legend.get_texts()]
@@ -134,7 +134,7 @@ def test_the_temperature_legend_explains_every_mark_on_the_picture(k):
 def test_the_prose_of_the_explorer_matches_its_first_picture():
     """"at first nothing is cut, and each outline sits on its bar": the first state."""
     assert "at first nothing is cut, and each outline sits on its bar" in prose()
-    root = tm.temperature_explorer()
+    root = tw.temperature_explorer()
     assert np.allclose([b.get_height() for b in root.chart.bars],
                        [b.get_height() for b in root.before.bars])
 
@@ -195,11 +195,11 @@ def test_the_notebook_generates_with_the_cache_option():
 
 def named(token, p):
     name = tm.show(token)
-    return f'{chr(39) + name + chr(39) if name == "." else name} ({tm.fmt(p[tm.VOCAB.index(token)])})'
+    return f'{chr(39) + name + chr(39) if name == "." else name} ({tw.fmt(p[tm.VOCAB.index(token)])})'
 
 
 def test_the_dog_answer_names_the_step_that_goes_wrong_with_its_margins():
-    solution = tw._now(tm.EXERCISES["07.5"]["solution"])
+    solution = tw.exercises._now(tw.EXERCISES["07.5"]["solution"])
     greedy = [s["next"] for s in tm.generate("the dog", temperature=0)]
     assert solution.startswith(f"{len(greedy)}: ")
     dog, cat = p_after("the dog climbed"), p_after("the cat climbed")
@@ -212,7 +212,7 @@ def test_the_dog_answer_names_the_step_that_goes_wrong_with_its_margins():
     assert f"{named(' the', cat)} against {named(' climb', cat)}" in solution
     gap = tm.PARAMS["wte"][tm.VOCAB.index(" dog")] - tm.PARAMS["wte"][tm.VOCAB.index(" cat")]
     (dim,) = np.flatnonzero(gap)
-    assert f"only by {tm.fmt(gap[dim], 1)} on d{dim + 1}" in solution
+    assert f"only by {tw.fmt(gap[dim], 1)} on d{dim + 1}" in solution
     assert "has not learned" not in solution and "learned nothing" in solution
 
 
@@ -224,8 +224,8 @@ def test_the_dog_answer_is_not_on_the_page():
 # --- 07.7, the sampling loop ---------------------------------------------------------------
 
 def test_the_loop_exercise_checks_against_an_independent_loop_and_both_stopping_rules():
-    spec = tm.EXERCISES["07.7"]
-    cases = tw._now(spec["cases"])
+    spec = tw.EXERCISES["07.7"]
+    cases = tw.exercises._now(spec["cases"])
     ends = set()
     for label, args in cases:
         want = our_loop(*args)
@@ -240,4 +240,4 @@ def test_the_loop_exercise_checks_against_an_independent_loop_and_both_stopping_
 def test_the_loop_exercise_is_on_the_page_unfinished_with_its_check():
     stub = [s for s in code_cells() if s.startswith("def sampling_loop(prompt, temperature, seed):")]
     assert len(stub) == 1 and stub[0].rstrip().endswith("...   # your code here")
-    assert 'tm.exercise("07.7", sampling_loop)' in code_cells()
+    assert 'tw.exercise("07.7", sampling_loop)' in code_cells()

@@ -1,6 +1,7 @@
 """Notebook 01 (Tokens): the tokenizer widget, driven without a browser."""
 
 import toy_model as tm
+import toy_widgets as tw
 from widget_tools import press_enter
 
 
@@ -10,21 +11,21 @@ def _parts(panel):
 
 
 def test_widget_shows_the_example_as_chips_and_ids():
-    panel = tm.tokenizer_widget()
+    panel = tw.tokenizer_widget()
     assert "w-tokenizer" in panel._dom_classes
     box, chips, id_list, area = _parts(panel)
     assert box.continuous_update
     assert chips.value.count('class="token-chip"') == 5
     for token in ["the", "␣cat", "␣climb", "ed", "␣the"]:      # ␣ drawn bold, large
-        assert f">{tm.token_html(token)}<br>" in chips.value
-    assert ">'.'<br>" in tm.token_chips(tm.encode("the roof."))
+        assert f">{tw.token_html(token)}<br>" in chips.value
+    assert ">'.'<br>" in tw.token_chips(tm.encode("the roof."))
     assert "[0, 2, 4, 5, 1]" in id_list.value
     assert panel.state.ids == tm.encode("the cat climbed the")
     assert area.value == ""
 
 
 def test_typing_updates_the_chips_and_ids():
-    panel = tm.tokenizer_widget()
+    panel = tw.tokenizer_widget()
     box, chips, id_list, area = _parts(panel)
     box.value = "the dog climbed the wall."
     assert chips.value.count('class="token-chip"') == 7
@@ -34,14 +35,14 @@ def test_typing_updates_the_chips_and_ids():
 
 
 def test_bad_text_gives_encodes_sentence_and_clears_the_chips_until_good_text():
-    panel = tm.tokenizer_widget()
+    panel = tw.tokenizer_widget()
     box, chips, id_list, area = _parts(panel)
     for bad, part in [("the cat jumped", "␣jumped"), ("The cat", "The"), ("the  cat", "␣␣"), ("", "empty")]:
         box.value = bad                          # typed: a quiet note, no error yet
         assert chips.value == "" and id_list.value == ""
         assert ("keep typing" if bad else "box is empty") in area.value and "color:inherit" in area.value
         press_enter(box)                         # finished: encode's sentence
-        assert part in area.value and tm.VERMILION in area.value, (bad, area.value)
+        assert part in area.value and tw.VERMILION in area.value, (bad, area.value)
         press_enter(box)                         # each Enter says it again
         assert part in area.value
     box.value = "the cat"

@@ -5,6 +5,7 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 import toy_model as tm
+import toy_widgets as tw
 
 
 def _parts(panel):
@@ -20,7 +21,7 @@ def _labels(ax):
 
 
 def test_starts_with_the_12_embeddings_in_d2_and_d4():
-    panel = tm.embedding_scatter()
+    panel = tw.embedding_scatter()
     assert "w-embedding-scatter" in panel._dom_classes
     x_dim, y_dim, positions, ax, dots, rings, area = _parts(panel)
     np.testing.assert_array_equal(dots.get_offsets(), tm.PARAMS["wte"][:, [1, 3]])
@@ -30,18 +31,18 @@ def test_starts_with_the_12_embeddings_in_d2_and_d4():
 
 
 def test_changing_a_dimension_moves_the_points_and_relabels_the_axis():
-    panel = tm.embedding_scatter()
+    panel = tw.embedding_scatter()
     x_dim, y_dim, positions, ax, dots, rings, area = _parts(panel)
     x_dim.value = 0
     np.testing.assert_array_equal(dots.get_offsets(), tm.PARAMS["wte"][:, [0, 3]])
     assert ax.get_xlabel() == "d1 (go on)"
     # coinciding points share one label instead of overprinting
-    assert ", ".join(map(tm.tick_label, ["␣cat", "␣dog", "ed"])) in _labels(ax)
+    assert ", ".join(map(tw.tick_label, ["␣cat", "␣dog", "ed"])) in _labels(ax)
     assert len(ax.collections) == 2   # moved in place, nothing added
 
 
 def test_add_positions_shows_the_rows_of_x():
-    panel = tm.embedding_scatter()
+    panel = tw.embedding_scatter()
     x_dim, y_dim, positions, ax, dots, rings, area = _parts(panel)
     positions.value = True
     x = tm.run("the cat climbed the")["x"]
@@ -53,7 +54,7 @@ def test_add_positions_shows_the_rows_of_x():
 
 
 def test_same_dimension_twice_gives_a_sentence_and_keeps_the_plot():
-    panel = tm.embedding_scatter()
+    panel = tw.embedding_scatter()
     x_dim, y_dim, positions, ax, dots, rings, area = _parts(panel)
     before = dots.get_offsets().copy()
     x_dim.value = 3
@@ -65,18 +66,18 @@ def test_same_dimension_twice_gives_a_sentence_and_keeps_the_plot():
 
 
 def test_static_plot_helper_labels_every_token_once():
-    fig, ax = tm.new_figure()
-    tm.embedding_scatter_plot(ax, dx=0, dy=3)
+    fig, ax = tw.new_figure()
+    tw.embedding_scatter_plot(ax, dx=0, dy=3)
     names = [name for label in _labels(ax) for name in label.split(", ")]
     # each token by its whole name, once (␣ drawn bold, "." quoted)
-    assert sorted(names) == sorted(tm.tick_label(t) for t in tm.TOKENS)
+    assert sorted(names) == sorted(tw.tick_label(t) for t in tw.TOKENS)
 
 
 def test_bad_input_gets_one_sentence():
     import pytest
     with pytest.raises(ValueError, match="the context holds at most 8"):
-        tm.embedding_scatter("the cat climbed the roof. the cat climbed")
-    panel = tm.embedding_scatter()
+        tw.embedding_scatter("the cat climbed the roof. the cat climbed")
+    panel = tw.embedding_scatter()
     x_dim, y_dim, positions, ax, dots, rings, area = _parts(panel)
     x_dim.value = None                              # set from code: refused, put back
     assert "Pick one of the x axis options" in area.value
@@ -88,8 +89,8 @@ def test_bad_input_gets_one_sentence():
 
 @pytest.mark.parametrize("dx, dy", [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)])
 def test_no_two_labels_overlap_in_any_pair_of_dimensions(dx, dy):
-    fig, ax = tm.new_figure(6.0, 4.6)                # the widget's size
-    tm.embedding_scatter_plot(ax, dx=dx, dy=dy)
+    fig, ax = tw.new_figure(6.0, 4.6)                # the widget's size
+    tw.embedding_scatter_plot(ax, dx=dx, dy=dy)
     canvas = FigureCanvasAgg(fig)
     canvas.draw()                                    # lays the figure out as it is shown
     renderer = canvas.get_renderer()

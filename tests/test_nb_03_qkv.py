@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import toy_model as tm
+import toy_widgets as tw
 from widget_tools import find, shown
 
 
@@ -17,7 +18,7 @@ WEIGHTS = tm.run("the cat climbed the")["heads"][0]["weights"]
 
 @pytest.fixture
 def picker():
-    root = tm.query_picker()
+    root = tw.query_picker()
     pick = find(root, widgets.ToggleButtons)[0]
     pos = find(root, widgets.IntText)[0]
     html_parts = find(root, widgets.HTML)
@@ -35,7 +36,7 @@ def check_row(root, i):
 
 def test_head_weights_are_head_1s_columns_of_c_attn():
     w = tm.PARAMS["blocks"][0]["attn"]["c_attn"]["w"]
-    W_Q, W_K, W_V = tm.head_weights(0)
+    W_Q, W_K, W_V = tw.head_weights(0)
     assert np.array_equal(np.hstack([W_Q, W_K, W_V]), w[:, [0, 1, 4, 5, 8, 9]])
     r = tm.run("the cat climbed the")
     assert np.allclose(r["ln1"] @ W_Q, r["heads"][0]["q"])
@@ -47,8 +48,8 @@ def test_picker_starts_on_the_last_token_and_names_climb(picker):
     assert pick.value == 5 and pos.value == 5
     check_row(root, 5)
     out, w = tm.run("the cat climbed the")["heads"][0]["out"][4], WEIGHTS[4]
-    assert info.value == (f"query 5 (␣the): output = [{tm.fmt(out[0])}, {tm.fmt(out[1])}]; it "
-                          f"attends most to ␣climb (position 3, weight {tm.fmt(w[2])}).")
+    assert info.value == (f"query 5 (␣the): output = [{tw.fmt(out[0])}, {tw.fmt(out[1])}]; it "
+                          f"attends most to ␣climb (position 3, weight {tw.fmt(w[2])}).")
     assert w.argmax() == 2
 
 
@@ -88,13 +89,13 @@ def test_typed_position_out_of_range_gives_one_sentence_then_clears(picker):
 @pytest.mark.parametrize("head", [2, -1, 1.0, "1"])
 def test_a_head_that_does_not_exist_gets_one_sentence(head):
     with pytest.raises(ValueError, match="head must be a whole number from 0 to 1"):
-        tm.head_weights(head)
+        tw.head_weights(head)
     with pytest.raises(ValueError, match="head must be a whole number from 0 to 1"):
-        tm.query_picker(head=head)
+        tw.query_picker(head=head)
 
 
 def test_head_2_shows_its_own_weights():
-    root = tm.query_picker(head=1)
+    root = tw.query_picker(head=1)
     w = tm.run("the cat climbed the")["heads"][1]["weights"][4]
     assert np.allclose(shown(root.chart), w)
     assert root.chart.title.startswith("head 2, query 5 ")

@@ -8,13 +8,14 @@ import numpy as np
 import pytest
 
 import toy_model as tm
+import toy_widgets as tw
 from widget_tools import figure_of, find
 
 
 
 @pytest.fixture
 def mh():
-    root = tm.mask_and_heads()
+    root = tw.mask_and_heads()
     mask = find(root, widgets.ToggleButton)[0]
     which = find(root, widgets.ToggleButtons)[0]
     html_parts = find(root, widgets.HTML)
@@ -30,8 +31,8 @@ def image(ax):
 def test_future_leak_is_zero_under_the_mask_and_large_without():
     masked = tm.run("the cat climbed the")["heads"][0]["weights"]
     open_ = tm.run("the cat climbed the", mask=False)["heads"][0]["weights"]
-    assert np.allclose(tm.future_leak(masked), 0)
-    assert tm.future_leak(open_)[0] > 0.99 and tm.future_leak(open_)[-1] == 0
+    assert np.allclose(tw.future_leak(masked), 0)
+    assert tw.future_leak(open_)[0] > 0.99 and tw.future_leak(open_)[-1] == 0
 
 
 def test_starts_masked_with_both_heads_and_the_future_blank(mh):
@@ -53,8 +54,8 @@ def test_mask_off_fills_the_future_and_names_the_largest_leak(mh):
     after = image(fig.axes[0])
     assert not np.allclose(np.nan_to_num(before), np.nan_to_num(after))
     assert not np.any(np.isnan(after))
-    leak = tm.future_leak(tm.run("the cat climbed the", mask=False)["heads"][0]["weights"])[0]
-    assert f"row 1 (the) puts {tm.fmt(leak)} of its weight on future tokens (head 1)" in info.value
+    leak = tw.future_leak(tm.run("the cat climbed the", mask=False)["heads"][0]["weights"])[0]
+    assert f"row 1 (the) puts {tw.fmt(leak)} of its weight on future tokens (head 1)" in info.value
     assert "(no mask)" in fig.axes[0].get_title()
     mask.value = True
     assert np.all(np.isnan(image(fig.axes[0])[np.triu(np.ones((5, 5), dtype=bool), k=1)]))
@@ -70,10 +71,10 @@ def test_choosing_one_head_shows_one_map_with_that_heads_weights(mh):
     low = np.tril(np.ones((5, 5), dtype=bool))
     assert np.allclose(image(fig.axes[0])[low], w2[low])
     mask.value = False
-    leak = tm.future_leak(tm.run("the cat climbed the", mask=False)["heads"][1]["weights"])
+    leak = tw.future_leak(tm.run("the cat climbed the", mask=False)["heads"][1]["weights"])
     i = int(np.argmax(leak))
     assert info.value == (f"With the mask off, row {i + 1} ({tm.run()['tokens'][i]}) puts "
-                          f"{tm.fmt(leak[i])} of its weight on future tokens (head 2).")
+                          f"{tw.fmt(leak[i])} of its weight on future tokens (head 2).")
     which.value = "both"
     assert all(ax.get_visible() for ax in fig.axes)
 
@@ -97,5 +98,5 @@ def test_the_future_stays_outlined_when_the_maps_are_repainted(mh):
     def outline_pixels():
         rgb = np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(int)
         return int((np.abs(rgb - [0xD5, 0x5E, 0x00]).sum(axis=2) < 30).sum())
-    assert tm.VERMILION == "#D55E00"
+    assert tw.VERMILION == "#D55E00"
     assert outline_pixels() > 2000             # 2 x 10 outlined cells

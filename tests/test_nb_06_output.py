@@ -14,6 +14,7 @@ import pytest
 import ipywidgets as widgets
 
 import toy_model as tm
+import toy_widgets as tw
 from widget_tools import echo, find, press_enter, shown, summary, text
 
 TEXT = "the cat climbed the"
@@ -34,8 +35,8 @@ def with_logit(j, value):
 
 
 def test_panels_carry_their_css_class():
-    for make, name in [(tm.logit_playground, "logit-playground"), (tm.logit_shift, "logit-shift"),
-                       (tm.attention_switch, "attention-switch"), (tm.tying_switch, "tying-switch")]:
+    for make, name in [(tw.logit_playground, "logit-playground"), (tw.logit_shift, "logit-shift"),
+                       (tw.attention_switch, "attention-switch"), (tw.tying_switch, "tying-switch")]:
         assert f"w-{name}" in make()._dom_classes
 
 
@@ -45,11 +46,11 @@ def check_playground(box, z, j):
     p = tm.softmax(z)
     assert np.allclose(shown(box.chart), p)
     assert box.chart.highlight == [int(np.argmax(p))]
-    assert text(line) == f"logit of {tm.TOKENS[j]}: {tm.fmt(z[j])} · " + summary(p)
+    assert text(line) == f"logit of {tw.TOKENS[j]}: {tw.fmt(z[j])} · " + summary(p)
 
 
 def test_logit_playground_shows_the_models_p_and_keeps_exact_logits_through_the_echo():
-    box = tm.logit_playground()
+    box = tw.logit_playground()
     slider = find(box, widgets.FloatSlider)[0]
     typed = find(box, widgets.Text)[0]
     pick = find(box, widgets.Dropdown)[0]
@@ -73,7 +74,7 @@ def test_logit_playground_shows_the_models_p_and_keeps_exact_logits_through_the_
 
 
 def test_each_enter_applies_the_typed_logit():
-    box = tm.logit_playground()
+    box = tw.logit_playground()
     slider = find(box, widgets.FloatSlider)[0]
     typed = find(box, widgets.Text)[0]
     typed.value = "3.33"
@@ -88,7 +89,7 @@ def test_each_enter_applies_the_typed_logit():
 
 
 def test_logit_playground_rejects_bad_logits_and_keeps_its_state():
-    box = tm.logit_playground()
+    box = tw.logit_playground()
     line, area = parts(box)
     slider = find(box, widgets.FloatSlider)[0]
     typed = find(box, widgets.Text)[0]
@@ -117,13 +118,13 @@ def check_shift(box, c):
     assert np.allclose(shown(box.charts["z"]), z)
     assert np.allclose(shown(box.charts["p"]), tm.softmax(Z0))          # p does not move
     assert np.allclose(shown(box.charts["p"]), p)
-    assert text(line) == (f"c = {tm.plain(c)}: every logit moved by {tm.plain(c)}; the largest "
-                          f"change of any p is {tm.fmt(np.abs(p - tm.softmax(Z0)).max())}\n"
+    assert text(line) == (f"c = {tw.plain(c)}: every logit moved by {tw.plain(c)}; the largest "
+                          f"change of any p is {tw.fmt(np.abs(p - tm.softmax(Z0)).max())}\n"
                           + summary(p))
 
 
 def test_logit_shift_moves_logits_not_p_and_keeps_an_exact_c():
-    box = tm.logit_shift()
+    box = tw.logit_shift()
     line, area = parts(box)
     slider = find(box, widgets.FloatSlider)[0]
     typed = find(box, widgets.Text)[0]
@@ -144,7 +145,7 @@ def test_logit_shift_moves_logits_not_p_and_keeps_an_exact_c():
 
 
 def test_attention_switch_gives_the_two_distributions():
-    box = tm.attention_switch()
+    box = tw.attention_switch()
     line, area = parts(box)
     p_on = tm.run(TEXT)["p"][-1]
     p_off = tm.run(TEXT, attention_on=False)["p"][-1]
@@ -166,7 +167,7 @@ def test_attention_switch_gives_the_two_distributions():
 
 
 def test_tying_switch_starts_untied_and_ties():
-    box = tm.tying_switch()
+    box = tw.tying_switch()
     line, area = parts(box)
     assert np.allclose(shown(box.chart), tm.run(TEXT)["p"][-1])
     assert "␣roof with p = 0.395" in text(line)
@@ -185,14 +186,14 @@ def test_a_live_widget_without_the_widget_backend_says_what_to_run():
     plt.switch_backend("agg")
     try:
         with pytest.raises(ValueError, match=r"run `%matplotlib widget` first"):
-            tm.logit_playground()
+            tw.logit_playground()
     finally:
         plt.switch_backend(backend)
 
 
 def test_p_summary_and_table_refuse_empty_input_with_a_sentence():
     with pytest.raises(ValueError, match="p_summary needs one distribution over the 12 tokens"):
-        tm.p_summary([])
+        tw.p_summary([])
     with pytest.raises(ValueError, match="table needs at least one row"):
-        tm.table([])
-    assert tm.p_summary(tm.softmax(Z0)) == summary(tm.softmax(Z0))
+        tw.table([])
+    assert tw.p_summary(tm.softmax(Z0)) == summary(tm.softmax(Z0))

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import toy_model as tm
+import toy_widgets as tw
 from widget_tools import echo, shown, text, walk
 
 PROMPT = "the cat climbed the"
@@ -43,13 +44,13 @@ def check_explorer(root, T, k, p):
     top = int(np.argmax(want))
     q = want[want > 0]
     assert text(root.children[4]) == (
-        f"T = {tm.plain(T)}, k = {k}, p = {tm.plain(p)}: kept {len(q)} of 12 tokens · most "
-        f"likely {tm.show(top)} with p = {tm.fmt(want[top])} · entropy "
-        f"{tm.fmt(-(q * np.log(q)).sum())} nats (uniform: {tm.fmt(np.log(12))})")
+        f"T = {tw.plain(T)}, k = {k}, p = {tw.plain(p)}: kept {len(q)} of 12 tokens · most "
+        f"likely {tm.show(top)} with p = {tw.fmt(want[top])} · entropy "
+        f"{tw.fmt(-(q * np.log(q)).sum())} nats (uniform: {tw.fmt(np.log(12))})")
 
 
 def test_temperature_widget_starts_at_the_models_p():
-    root = tm.temperature_explorer()
+    root = tw.temperature_explorer()
     assert "w-temperature" in root._dom_classes
     check_explorer(root, 1.0, 12, 1.0)
     assert np.allclose(shown(root.chart), tm.softmax(Z))
@@ -58,7 +59,7 @@ def test_temperature_widget_starts_at_the_models_p():
 
 
 def test_sliders_move_the_bars_and_the_boxes_follow():
-    root = tm.temperature_explorer()
+    root = tw.temperature_explorer()
     control(root, "FloatSlider", "temperature").value = 0.5
     check_explorer(root, 0.5, 12, 1.0)
     control(root, "IntSlider", "top-k").value = 3
@@ -74,7 +75,7 @@ def test_sliders_move_the_bars_and_the_boxes_follow():
 
 
 def test_exact_values_survive_the_sliders_echo():
-    root = tm.temperature_explorer()
+    root = tw.temperature_explorer()
     control(root, "FloatText", "exact T").value = 0.333
     check_explorer(root, 0.333, 12, 1.0)
     echo(control(root, "FloatSlider", "temperature"))      # 0.35 from the browser
@@ -96,7 +97,7 @@ def test_exact_values_survive_the_sliders_echo():
     ("exact p", "FloatText", float("nan"), "finite number"),
 ])
 def test_bad_typed_values_get_a_sentence_and_keep_the_plot(box, kind, bad, sentence):
-    root = tm.temperature_explorer()
+    root = tw.temperature_explorer()
     control(root, kind, box).value = {"FloatText": 0.7, "IntText": 5}[kind]    # a good value first
     good = dict(T=root.state.T, k=root.state.k, p=root.state.p)
     control(root, kind, box).value = bad
@@ -108,7 +109,7 @@ def test_bad_typed_values_get_a_sentence_and_keep_the_plot(box, kind, bad, sente
 
 
 def test_a_slider_set_to_nan_from_code_is_refused():
-    root = tm.temperature_explorer()
+    root = tw.temperature_explorer()
     control(root, "FloatSlider", "temperature").value = float("nan")
     assert "finite number" in message(root)
     assert control(root, "FloatSlider", "temperature").value == 1.0
@@ -118,7 +119,7 @@ def test_a_slider_set_to_nan_from_code_is_refused():
 # --- w-generate-steps ------------------------------------------------------------
 
 def stepper(**kwargs):
-    root = tm.generation_stepper(**kwargs)
+    root = tw.generation_stepper(**kwargs)
     buttons = [w for w in walk(root) if type(w).__name__ == "Button"]
     assert [b.description for b in buttons][1:] == ["reset"]
     return root, buttons[0], buttons[1]
@@ -157,7 +158,7 @@ def test_a_seed_gives_the_same_sequence_as_generate(seed):
         for want in expected:
             step.click()
             assert np.allclose(shown(root.chart), want["p"])
-            assert f"which had p = {tm.fmt(want['p'][want['next']])}" in text(root.children[4])
+            assert f"which had p = {tw.fmt(want['p'][want['next']])}" in text(root.children[4])
         assert root.state.ids == expected[-1]["ids"] + [expected[-1]["next"]]
         reset.click()
         assert root.state.ids == tm.encode(PROMPT)
@@ -226,12 +227,12 @@ def test_stepper_bad_input_gets_one_sentence(name, value, sentence):
 def test_the_figures_of_the_prose_come_from_the_model_and_the_widget():
     p = tm.softmax(Z)
     roof, wall, sofa = (tm.VOCAB.index(t) for t in (" roof", " wall", " sofa"))
-    assert (tm.fmt(p[roof]), tm.fmt(p[wall])) == ("0.395", "0.141")
+    assert (tw.fmt(p[roof]), tw.fmt(p[wall])) == ("0.395", "0.141")
     kept = np.flatnonzero(tm.next_token_probs(Z, 1.0, top_p=0.6))    # top-p 0.6: three tokens
     assert set(kept) == {roof, wall, sofa}
     assert set(np.flatnonzero(tm.next_token_probs(Z, 1.0, top_k=3))) == set(kept)
-    assert tm.fmt(tm.next_token_probs(Z, 0.01)[roof]) == "1.000"      # a tiny T is greedy
+    assert tw.fmt(tm.next_token_probs(Z, 0.01)[roof]) == "1.000"      # a tiny T is greedy
     assert np.allclose(tm.next_token_probs(Z, 1000.0), 1 / 12, atol=5e-4)   # 1/12 = 0.083
-    root = tm.temperature_explorer()                         # top-k = 2, read off the widget
+    root = tw.temperature_explorer()                         # top-k = 2, read off the widget
     control(root, "IntText", "exact k").value = 2
-    assert f"p = {tm.fmt(p[roof] / (p[roof] + p[wall]))}" in text(root.children[4])
+    assert f"p = {tw.fmt(p[roof] / (p[roof] + p[wall]))}" in text(root.children[4])

@@ -3,7 +3,7 @@
 - every figure with 3 decimals that the prose quotes is printed, sign included, by a code
   cell above it in its section, and the sentences in CLAIMS quote their computed value;
 - the course map with "you are here", the in/out line, links to the neighbours;
-- at least three "Check yourself" exercises, each one line (tm.exercise), and no answer on the page;
+- at least three "Check yourself" exercises, each one line (tw.exercise), and no answer on the page;
 - stored as run top to bottom on a fresh kernel, with no error in any output;
 - stored exactly as tools/run_notebooks.py writes it: a fresh run gives the same bytes,
   widget state and the outputs nbval ignores included (slow: it reruns every notebook).
@@ -95,8 +95,9 @@ CLAIMS = {
 def claimed_value(expression):
     import numpy as np
     import toy_model as tm
+    import toy_widgets as tw
     targets = tm.encode("the cat climbed the roof")[1:]
-    return tm.fmt(eval(expression, {"np": np, "tm": tm, "TARGETS": targets}))
+    return tw.fmt(eval(expression, {"np": np, "tm": tm, "tw": tw, "TARGETS": targets}))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -142,16 +143,16 @@ def test_map_in_out_line_and_links(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_check_yourself_exercises_are_one_line_each_with_no_answer_on_the_page(path):
-    """Exercises live in the module: a notebook shows each with `tm.exercise("NN.k")` (a
+    """Exercises live in the module: a notebook shows each with `tw.exercise("NN.k")` (a
     write-it-yourself one passes the learner's function too), from notebook 02 on at least
     one of them a write-it-yourself; no folded answers or answer code on the page."""
     nb = load(path)
     text = "\n".join(markdown(nb))
     number = path.stem[:2]
-    calls = [re.fullmatch(r'tm\.exercise\("(\d\d)\.\d+"(, \w+)?\)', "".join(c["source"]).strip())
-             for c in nb["cells"] if c["cell_type"] == "code" and "tm.exercise(" in "".join(c["source"])]
+    calls = [re.fullmatch(r'tw\.exercise\("(\d\d)\.\d+"(, \w+)?\)', "".join(c["source"]).strip())
+             for c in nb["cells"] if c["cell_type"] == "code" and "tw.exercise(" in "".join(c["source"])]
     assert "check yourself" in text.lower()
-    assert len(calls) >= 3 and all(calls), "each exercise cell is the one line tm.exercise(...)"
+    assert len(calls) >= 3 and all(calls), "each exercise cell is the one line tw.exercise(...)"
     assert {m.group(1) for m in calls} == {number}, "a notebook shows its own exercises"
     assert number == "01" or any(m.group(2) for m in calls), "a write-it-yourself exercise"
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")

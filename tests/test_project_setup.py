@@ -82,22 +82,25 @@ def test_toy_model_imports_where_kernels_run(tmp_path):
 
 
 def test_the_model_imports_with_numpy_alone():
-    # toy_model.py is the model a learner reads; the plots and widgets live in
-    # the package toy_widgets/ and load only when a notebook first asks toy_model for one of them.
-    code = ("import sys, toy_model as tm; heavy = ('matplotlib', 'ipywidgets', 'IPython');"
+    # toy_model.py is the model a learner reads; the plots and widgets live in the package
+    # toy_widgets/, which a notebook imports itself (import toy_widgets as tw).
+    code = ("import sys, toy_model as tm; heavy = ('matplotlib', 'ipywidgets', 'IPython', 'toy_widgets');"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy));"
-            "tm.logit_playground; print('matplotlib' in sys.modules, 'ipywidgets' in sys.modules)")
+            "import toy_widgets as tw; tw.logit_playground;"
+            "print('matplotlib' in sys.modules, 'ipywidgets' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     before, after = result.stdout.splitlines()
     assert before == "[]", f"importing toy_model pulled in {before}"
-    assert after == "True True", "tm.logit_playground did not load toy_widgets"
+    assert after == "True True", "importing toy_widgets did not load matplotlib and ipywidgets"
 
 
 def test_toy_model_says_which_names_it_lacks():
     import toy_model as tm
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         tm.no_such_name  # noqa: B018
+    with pytest.raises(AttributeError, match="no attribute 'logit_playground'"):
+        tm.logit_playground  # noqa: B018   (a widget: tw.logit_playground)
 
 
 def test_a_widget_cell_runs_on_its_own_in_a_fresh_kernel():
@@ -106,6 +109,6 @@ def test_a_widget_cell_runs_on_its_own_in_a_fresh_kernel():
     import nbformat
     from nbclient import NotebookClient
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "import matplotlib\nprint(matplotlib.get_backend(), type(tm.logit_playground()).__name__)")])
+        "import matplotlib\nprint(matplotlib.get_backend(), type(tw.logit_playground()).__name__)")])
     NotebookClient(notebook, timeout=60, kernel_name="python3").execute()
     assert notebook.cells[0].outputs[0]["text"].split() == ["widget", "Panel"]

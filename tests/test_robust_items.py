@@ -12,6 +12,7 @@ import pytest
 
 import toy_checks
 import toy_model as tm
+import toy_widgets as tw
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXT = "the cat climbed the"
@@ -258,7 +259,7 @@ def test_a_widget_builder_answers_a_wrong_text_in_one_sentence(name):
         if name == "tokenizer_widget" and isinstance(junk, str):
             continue                                # any text: the widget says what it cannot cover
         with pytest.raises(ValueError) as info:
-            getattr(tm, name)(junk)
+            getattr(tw, name)(junk)
         message = str(info.value)
         assert "\n" not in message and message.endswith(".") and "trait" not in message, message
 
@@ -266,7 +267,7 @@ def test_a_widget_builder_answers_a_wrong_text_in_one_sentence(name):
 def test_the_stepper_refuses_the_settings_generate_refuses():
     for kwargs in ({"seed": -1}, {"seed": 2**64}, {"seed": 1.5}, {"temperature": -1}, {"temperature": "hot"}):
         with pytest.raises(ValueError, match="seed|Temperature"):
-            tm.generation_stepper(TEXT, **kwargs)
+            tw.generation_stepper(TEXT, **kwargs)
 
 
 # --- The exercise checker: a verdict sentence for whatever a learner's function returns ----------
@@ -316,7 +317,7 @@ def test_a_huge_whole_number_is_a_wrong_count_not_a_non_count():
 def test_the_steppers_seed_box_takes_the_seeds_generate_takes():
     from widget_tools import text, walk
     import ipywidgets as widgets
-    root = tm.generation_stepper(TEXT)
+    root = tw.generation_stepper(TEXT)
     box = next(w for w in walk(root) if isinstance(w, widgets.Text) and w.description == "seed")
     for bad in (str(2**63), "1" * 5000, "-1", "1.5"):
         box.value = bad
@@ -329,7 +330,7 @@ def test_the_steppers_seed_box_takes_the_seeds_generate_takes():
 def test_the_temperature_explorer_writes_tiny_and_huge_temperatures_readably():
     from widget_tools import text, walk
     import ipywidgets as widgets
-    root = tm.temperature_explorer(TEXT)
+    root = tw.temperature_explorer(TEXT)
     box = next(w for w in walk(root) if isinstance(w, widgets.FloatText) and w.description == "exact T")
     for value, shown in ((1e-300, "T = 1e-300"), (1e300, "T = 1e+300"), (0.5, "T = 0.5")):
         box.value = value

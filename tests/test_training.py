@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 import toy_model as tm
+import toy_train as tt
+import toy_widgets as tw
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = tm.encode("the cat climbed the")
@@ -44,14 +46,14 @@ def read_only(tree):
 
 
 def numerical_grads(ids, targets, params, n_head):
-    return {name: np.array([tm.finite_difference(ids, targets, name, idx, params, n_head)
+    return {name: np.array([tt.finite_difference(ids, targets, name, idx, params, n_head)
                             for idx in np.ndindex(tm.get_weight(params, name).shape)]
                            ).reshape(tm.get_weight(params, name).shape)
             for name in tm.weight_names(params)}
 
 
 def assert_close_to_finite_differences(ids, targets, params, n_head):
-    _, grads = tm.loss_and_grads(ids, targets, params, n_head)
+    _, grads = tt.loss_and_grads(ids, targets, params, n_head)
     numerical = numerical_grads(ids, targets, params, n_head)
     for name, fd in numerical.items():
         exact = tm.get_weight(grads, name)
@@ -90,14 +92,14 @@ def test_a_padded_batch_matches_finite_differences():
 # --- The loss and the batch ---------------------------------------------------------------
 
 def test_the_loss_of_the_example_is_the_output_pages_0979():
-    loss, _ = tm.loss_and_grads(EXAMPLE, EXAMPLE_TARGETS)
+    loss, _ = tt.loss_and_grads(EXAMPLE, EXAMPLE_TARGETS)
     assert round(loss, 3) == 0.979
     assert loss == pytest.approx(tm.cross_entropy(tm.forward(EXAMPLE), EXAMPLE_TARGETS), abs=1e-12)
 
 
 def test_last_rows_logit_gradient_is_p_minus_onehot():
     logits = tm.forward(EXAMPLE)
-    dz = tm.softmax_cross_entropy_backward(logits, EXAMPLE_TARGETS)
+    dz = tt.softmax_cross_entropy_backward(logits, EXAMPLE_TARGETS)
     p = tm.softmax(logits)[-1]
     roof = tm.VOCAB.index(" roof")
     assert np.allclose(dz[-1] * len(EXAMPLE), p - (np.arange(12) == roof))
@@ -133,10 +135,10 @@ def test_a_batch_is_refused_for_an_id_out_of_range_in_any_row(row, bad):
 
 def test_a_batch_is_the_token_weighted_mean_of_its_texts():
     corpus = [tm.encode("the cat climbed the roof.") + [tm.EOT], tm.encode("the dog climbed.") + [tm.EOT]]
-    ids, targets = tm.corpus_batch(corpus)
+    ids, targets = tt.corpus_batch(corpus)
     params = random_params(2, d=4, n_layer=1)
-    loss, grads = tm.loss_and_grads(ids, targets, params)
-    single = [tm.loss_and_grads(seq[:-1], seq[1:], params) for seq in corpus]
+    loss, grads = tt.loss_and_grads(ids, targets, params)
+    single = [tt.loss_and_grads(seq[:-1], seq[1:], params) for seq in corpus]
     counts = np.array([len(seq) - 1 for seq in corpus])
     share = counts / counts.sum()
     assert loss == pytest.approx(sum(s * l for s, (l, _) in zip(share, single)), abs=1e-12)
@@ -151,8 +153,8 @@ def test_a_batch_is_the_token_weighted_mean_of_its_texts():
                          ids=["toy", "random 2 blocks"])
 def test_a_small_gradient_step_lowers_the_loss(params, n_head):
     ids, targets = [0, 2, 4, 5, 1, 6], [2, 4, 5, 1, 6, 10]
-    loss, grads = tm.loss_and_grads(ids, targets, params, n_head)
-    new_loss, _ = tm.loss_and_grads(ids, targets, tm.sgd_step(params, grads, 1e-3), n_head)
+    loss, grads = tt.loss_and_grads(ids, targets, params, n_head)
+    new_loss, _ = tt.loss_and_grads(ids, targets, tt.sgd_step(params, grads, 1e-3), n_head)
     assert new_loss < loss
     squared = sum(float((tm.get_weight(grads, n) ** 2).sum()) for n in tm.weight_names(grads))
     assert loss - new_loss == pytest.approx(1e-3 * squared, rel=0.05)   # first order: lr |g|^2
@@ -167,7 +169,7 @@ def test_the_loss_at_a_position_ignores_every_later_position(params, n_head, i):
     ids = [0, 2, 4, 5, 1, 6]                            # six different tokens
     targets = [-1] * 6
     targets[i] = 3
-    _, grads = tm.loss_and_grads(ids, targets, params, n_head)
+    _, grads = tt.loss_and_grads(ids, targets, params, n_head)
     assert np.all(grads["wpe"][i + 1:] == 0)
     assert np.all(grads["wpe"][:i + 1] != 0)           # the earlier ones do matter
     later = ids[i + 1:]
@@ -179,7 +181,7 @@ def test_the_loss_at_a_position_ignores_every_later_position(params, n_head, i):
 
 def test_grads_have_exactly_the_layout_of_params():
     for params in [tm.PARAMS, random_params(6), random_params(6, tied=True)]:
-        _, grads = tm.loss_and_grads([1, 2, 3], [2, 3, 4], params, 2)
+        _, grads = tt.loss_and_grads([1, 2, 3], [2, 3, 4], params, 2)
         assert tm.weight_names(grads) == tm.weight_names(params)
         for name in tm.weight_names(params):
             assert tm.get_weight(grads, name).shape == np.shape(tm.get_weight(params, name)), name
@@ -192,27 +194,27 @@ def test_nothing_writes_into_the_weights():
     """The optimisers return new weights: read-only weights stay as they were."""
     frozen = read_only(tm.PARAMS)
     before = tm.tree_map(np.copy, frozen)
-    loss, grads = tm.loss_and_grads(EXAMPLE, EXAMPLE_TARGETS, frozen)
-    stepped = tm.sgd_step(frozen, grads, 0.1)
-    adam, _ = tm.adam_step(frozen, grads, None, 1e-3)
-    corpus = tm.read_corpus("the cat climbed the roof.")
-    tm.train(corpus, params=frozen, steps=3)
+    loss, grads = tt.loss_and_grads(EXAMPLE, EXAMPLE_TARGETS, frozen)
+    stepped = tt.sgd_step(frozen, grads, 0.1)
+    adam, _ = tt.adam_step(frozen, grads, None, 1e-3)
+    corpus = tt.read_corpus("the cat climbed the roof.")
+    tt.train(corpus, params=frozen, steps=3)
     for name in tm.weight_names(frozen):
         assert np.array_equal(tm.get_weight(frozen, name), tm.get_weight(before, name))
         assert not np.array_equal(tm.get_weight(stepped, name), tm.get_weight(frozen, name)) \
             or not tm.get_weight(grads, name).any()
-    assert tm.loss_and_grads(EXAMPLE, EXAMPLE_TARGETS, adam)[0] < loss
+    assert tt.loss_and_grads(EXAMPLE, EXAMPLE_TARGETS, adam)[0] < loss
 
 
 def test_sgd_moves_each_weight_by_minus_lr_times_its_gradient():
-    _, grads = tm.loss_and_grads(EXAMPLE, EXAMPLE_TARGETS)
-    new = tm.sgd_step(tm.PARAMS, grads, 0.5)
+    _, grads = tt.loss_and_grads(EXAMPLE, EXAMPLE_TARGETS)
+    new = tt.sgd_step(tm.PARAMS, grads, 0.5)
     assert np.allclose(new["w_u"], tm.PARAMS["w_u"] - 0.5 * grads["w_u"])
 
 
 def test_adams_first_step_moves_every_weight_by_lr_against_its_gradient():
-    _, grads = tm.loss_and_grads(EXAMPLE, EXAMPLE_TARGETS)
-    new, state = tm.adam_step(tm.PARAMS, grads, None, lr=0.01)
+    _, grads = tt.loss_and_grads(EXAMPLE, EXAMPLE_TARGETS)
+    new, state = tt.adam_step(tm.PARAMS, grads, None, lr=0.01)
     assert state["t"] == 1
     for name in tm.weight_names(grads):
         g, moved = tm.get_weight(grads, name), tm.get_weight(new, name) - tm.get_weight(tm.PARAMS, name)
@@ -221,36 +223,36 @@ def test_adams_first_step_moves_every_weight_by_lr_against_its_gradient():
 
 
 def test_train_is_deterministic_for_a_seed_and_lowers_the_loss():
-    corpus = tm.read_corpus((ROOT / "data" / "corpus.txt").read_text(encoding="utf-8"))
-    a, history_a = tm.train(corpus, steps=25, seed=3)
-    b, history_b = tm.train(corpus, steps=25, seed=3)
-    _, history_c = tm.train(corpus, steps=25, seed=4)
+    corpus = tt.read_corpus((ROOT / "data" / "corpus.txt").read_text(encoding="utf-8"))
+    a, history_a = tt.train(corpus, steps=25, seed=3)
+    b, history_b = tt.train(corpus, steps=25, seed=3)
+    _, history_c = tt.train(corpus, steps=25, seed=4)
     assert history_a == history_b and len(history_a) == 26
     assert all(np.array_equal(tm.get_weight(a, n), tm.get_weight(b, n)) for n in tm.weight_names(a))
     assert history_a != history_c
     assert history_a[-1] < history_a[0]
-    assert history_a[-1] == pytest.approx(tm.corpus_loss(corpus, a), abs=1e-12)
-    tied, _ = tm.train(corpus, steps=2, seed=3, tied=True)
+    assert history_a[-1] == pytest.approx(tt.corpus_loss(corpus, a), abs=1e-12)
+    tied, _ = tt.train(corpus, steps=2, seed=3, tied=True)
     assert "w_u" not in tied
 
 
 def test_random_initialisation_is_seeded_and_has_the_toys_layout():
-    a, b = tm.init_params(0), tm.init_params(0)
-    assert tm.init_params(0, tied=True).keys() == a.keys() - {"w_u"}
+    a, b = tt.init_params(0), tt.init_params(0)
+    assert tt.init_params(0, tied=True).keys() == a.keys() - {"w_u"}
     assert tm.weight_names(a) == tm.weight_names(tm.PARAMS)
     assert all(np.array_equal(tm.get_weight(a, n), tm.get_weight(b, n)) for n in tm.weight_names(a))
     assert all(tm.get_weight(a, n).shape == tm.get_weight(tm.PARAMS, n).shape for n in tm.weight_names(a))
-    assert not np.array_equal(tm.init_params(1)["wte"], a["wte"])
+    assert not np.array_equal(tt.init_params(1)["wte"], a["wte"])
 
 
 def test_the_live_curve_shows_the_run_it_trains():
-    corpus = tm.load_corpus()
-    _, history = tm.train_live(corpus, steps=30, every=10, seed=1)
-    assert history == tm.train(corpus, steps=30, seed=1)[1]
-    root = tm.train_live.panel
+    corpus = tt.load_corpus()
+    _, history = tw.train_live(corpus, steps=30, every=10, seed=1)
+    assert history == tt.train(corpus, steps=30, seed=1)[1]
+    root = tw.train_live.panel
     steps, losses = root.line.get_data()
     assert list(steps) == list(range(31)) and list(losses) == history
-    assert f"loss {tm.fmt(history[0])} → {tm.fmt(history[-1])} nats" in root.progress.value
+    assert f"loss {tw.fmt(history[0])} → {tw.fmt(history[-1])} nats" in root.progress.value
 
 
 def test_every_frame_of_the_live_curve_shows_the_losses_up_to_the_step_it_names(monkeypatch):
@@ -260,17 +262,17 @@ def test_every_frame_of_the_live_curve_shows_the_losses_up_to_the_step_it_names(
     frames = []
 
     def record(fig):
-        root = tm.train_live.panel
+        root = tw.train_live.panel
         frames.append((list(root.line.get_ydata()), root.progress.value))
     monkeypatch.setattr(lab, "redraw", record)
-    corpus = tm.load_corpus()
-    _, history = tm.train_live(corpus, steps=25, every=10, seed=2)
+    corpus = tt.load_corpus()
+    _, history = tw.train_live(corpus, steps=25, every=10, seed=2)
     during = frames[:-1]                                  # the last one: the finished curve
     assert [len(line) - 1 for line, _ in during] == [0, 10, 20, 25]
     for line, progress in during:
         step = len(line) - 1
         assert line == history[:step + 1]
-        assert progress == f"step {step} of 25 · loss {tm.fmt(history[step])} nats"
+        assert progress == f"step {step} of 25 · loss {tw.fmt(history[step])} nats"
     assert frames[-1][0] == history
 
 
@@ -278,19 +280,19 @@ def test_every_frame_of_the_live_curve_shows_the_losses_up_to_the_step_it_names(
 
 def test_the_corpus_fits_the_vocabulary_and_the_context():
     text = (ROOT / "data" / "corpus.txt").read_text(encoding="utf-8")
-    corpus = tm.read_corpus(text)
+    corpus = tt.read_corpus(text)
     assert len(corpus) == len([line for line in text.splitlines() if line.strip()]) >= 10
     assert all(seq[-1] == tm.EOT and len(seq) <= tm.N_CTX for seq in corpus)
     assert {tm.decode(seq[:-1]) for seq in corpus} >= {"the cat climbed the roof.", "the dog climbed the sofa."}
 
 
 @pytest.mark.parametrize("call, words", [
-    (lambda: tm.read_corpus("the cat climbed the roof. the dog climbed the"), "at most 8"),
+    (lambda: tt.read_corpus("the cat climbed the roof. the dog climbed the"), "at most 8"),
     (lambda: tm.get_weight(tm.PARAMS, "blocks.0.attn.w_q"), "No weight is named"),
-    (lambda: tm.loss_and_grads([1, 2, 3], [2, 3]), "same shape"),
-    (lambda: tm.loss_and_grads([1, 2, 3], [-1, -1, -1]), "at least one graded"),
-    (lambda: tm.loss_and_grads([1, 2, 30], [2, 3, 4]), "does not exist"),
-    (lambda: tm.train([[0, 2, 11]], steps=1, optimizer="rmsprop"), "'adam' or 'sgd'"),
+    (lambda: tt.loss_and_grads([1, 2, 3], [2, 3]), "same shape"),
+    (lambda: tt.loss_and_grads([1, 2, 3], [-1, -1, -1]), "at least one graded"),
+    (lambda: tt.loss_and_grads([1, 2, 30], [2, 3, 4]), "does not exist"),
+    (lambda: tt.train([[0, 2, 11]], steps=1, optimizer="rmsprop"), "'adam' or 'sgd'"),
 ])
 def test_bad_input_gets_a_clear_message(call, words):
     with pytest.raises(ValueError, match=words):
@@ -300,38 +302,38 @@ def test_bad_input_gets_a_clear_message(call, words):
 # --- The schedule, clipping, and train()'s checks ---------------------------------------
 
 def test_the_schedule_warms_up_then_decays_to_a_tenth():
-    rates = [tm.learning_rate(s, 0.05, 200, warmup=10, decay=True) for s in range(200)]
+    rates = [tt.learning_rate(s, 0.05, 200, warmup=10, decay=True) for s in range(200)]
     assert rates[:10] == pytest.approx([0.05 * (s + 1) / 10 for s in range(10)])
     assert rates[9] == pytest.approx(0.05) and rates[-1] == pytest.approx(0.005)
     assert all(a >= b for a, b in zip(rates[9:], rates[10:]))           # decays, never rises
     assert rates[10 + 189 // 2] == pytest.approx(0.0275, abs=2e-4)      # the cosine's middle
-    assert [tm.learning_rate(s, 0.05, 200) for s in (0, 199)] == [0.05, 0.05]
+    assert [tt.learning_rate(s, 0.05, 200) for s in (0, 199)] == [0.05, 0.05]
 
 
 def test_clipping_shortens_a_long_gradient_and_keeps_its_direction():
-    _, grads = tm.loss_and_grads(EXAMPLE, EXAMPLE_TARGETS)
-    norm = tm.grad_norm(grads)
+    _, grads = tt.loss_and_grads(EXAMPLE, EXAMPLE_TARGETS)
+    norm = tt.grad_norm(grads)
     assert norm == pytest.approx(np.sqrt(sum((tm.get_weight(grads, n) ** 2).sum()
                                              for n in tm.weight_names(grads))))
-    clipped, before = tm.clip_gradients(grads, norm / 4)
-    assert before == norm and tm.grad_norm(clipped) == pytest.approx(norm / 4)
+    clipped, before = tt.clip_gradients(grads, norm / 4)
+    assert before == norm and tt.grad_norm(clipped) == pytest.approx(norm / 4)
     for name in tm.weight_names(grads):
         assert np.allclose(tm.get_weight(clipped, name), tm.get_weight(grads, name) / 4)
-    same, _ = tm.clip_gradients(grads, 2 * norm)
+    same, _ = tt.clip_gradients(grads, 2 * norm)
     assert same is grads
 
 
 def test_train_uses_the_schedule_and_the_clipping():
     """A run with the schedule and clipping is the loop written out by hand."""
-    corpus = tm.load_corpus()[:4]
-    params, history = tm.train(corpus, steps=6, seed=1, lr=0.05, warmup=2, decay=True, clip=0.5)
-    ids, targets = tm.corpus_batch(corpus)
-    mine, state, losses = tm.init_params(1), None, []
+    corpus = tt.load_corpus()[:4]
+    params, history = tt.train(corpus, steps=6, seed=1, lr=0.05, warmup=2, decay=True, clip=0.5)
+    ids, targets = tt.corpus_batch(corpus)
+    mine, state, losses = tt.init_params(1), None, []
     for step in range(6):
-        loss, grads = tm.loss_and_grads(ids, targets, mine)
+        loss, grads = tt.loss_and_grads(ids, targets, mine)
         losses.append(loss)
-        grads, _ = tm.clip_gradients(grads, 0.5)
-        mine, state = tm.adam_step(mine, grads, state, tm.learning_rate(step, 0.05, 6, 2, True))
+        grads, _ = tt.clip_gradients(grads, 0.5)
+        mine, state = tt.adam_step(mine, grads, state, tt.learning_rate(step, 0.05, 6, 2, True))
     assert history[:-1] == losses
     for name in tm.weight_names(mine):
         assert np.array_equal(tm.get_weight(params, name), tm.get_weight(mine, name))
@@ -339,18 +341,18 @@ def test_train_uses_the_schedule_and_the_clipping():
 
 def test_training_stops_on_divergence_with_a_sentence_naming_the_learning_rate():
     with pytest.raises(ValueError, match=r"diverged at step \d+.*lr = 5 is too large"):
-        tm.train(tm.load_corpus(), steps=200, lr=5, optimizer="sgd")
+        tt.train(tt.load_corpus(), steps=200, lr=5, optimizer="sgd")
 
 
 def test_the_live_curve_reports_divergence_and_bad_settings_in_its_progress_line():
-    corpus = tm.load_corpus()
-    params, losses = tm.train_live(corpus, steps=50, lr=5, optimizer="sgd")
-    assert params is None and "lr = 5 is too large" in tm.train_live.panel.progress.value
+    corpus = tt.load_corpus()
+    params, losses = tw.train_live(corpus, steps=50, lr=5, optimizer="sgd")
+    assert params is None and "lr = 5 is too large" in tw.train_live.panel.progress.value
     assert 0 < len(losses) < 50
-    params, losses = tm.train_live(corpus, steps=20, every=0)
-    assert params is None and "every" in tm.train_live.panel.progress.value
-    params, _ = tm.train_live(corpus, steps=2.5)
-    assert params is None and "steps must be a whole number" in tm.train_live.panel.progress.value
+    params, losses = tw.train_live(corpus, steps=20, every=0)
+    assert params is None and "every" in tw.train_live.panel.progress.value
+    params, _ = tw.train_live(corpus, steps=2.5)
+    assert params is None and "steps must be a whole number" in tw.train_live.panel.progress.value
 
 
 @pytest.mark.parametrize("options, words", [
@@ -370,26 +372,26 @@ def test_the_live_curve_reports_divergence_and_bad_settings_in_its_progress_line
 ])
 def test_bad_training_settings_get_a_sentence(options, words):
     with pytest.raises(ValueError, match=words):
-        tm.train(tm.load_corpus()[:2], **{"steps": 2, **options})
+        tt.train(tt.load_corpus()[:2], **{"steps": 2, **options})
 
 
 @pytest.mark.parametrize("call, words", [
-    (lambda: tm.train(["the cat"]), "holds text"),
-    (lambda: tm.train("the cat climbed"), "non-empty list of token sequences"),
-    (lambda: tm.train([]), "non-empty list of token sequences"),
-    (lambda: tm.train([[0]]), "at least 2 token ids"),
-    (lambda: tm.train([[0, 99]]), "does not exist"),
-    (lambda: tm.next_token_counts(tm.load_corpus(), "the"), "not text"),
-    (lambda: tm.best_possible_loss([]), "non-empty list"),
-    (lambda: tm.finite_difference(EXAMPLE, EXAMPLE_TARGETS, "wte", 0), "one entry of 'wte'"),
-    (lambda: tm.finite_difference(EXAMPLE, EXAMPLE_TARGETS, "wte", (0, 9)), "one entry of 'wte'"),
-    (lambda: tm.finite_difference(EXAMPLE, EXAMPLE_TARGETS, "wte", (0, 0), eps=1e-20), "round-off"),
-    (lambda: tm.finite_difference(EXAMPLE, EXAMPLE_TARGETS, "wte", (0, 0), eps=-1e-5), "eps must be"),
-    (lambda: tm.read_corpus(None), "takes the corpus's text"),
-    (lambda: tm.init_params(-1), "seed must be"),
-    (lambda: tm.init_params(0, std=0), "std must be a positive number"),
-    (lambda: tm.load_sweep(ROOT / "data" / "corpus.txt"), "is not a seed sweep that can be read"),
-    (lambda: tm.load_sweep(ROOT / "no such file.json"), "is not a seed sweep that can be read"),
+    (lambda: tt.train(["the cat"]), "holds text"),
+    (lambda: tt.train("the cat climbed"), "non-empty list of token sequences"),
+    (lambda: tt.train([]), "non-empty list of token sequences"),
+    (lambda: tt.train([[0]]), "at least 2 token ids"),
+    (lambda: tt.train([[0, 99]]), "does not exist"),
+    (lambda: tt.next_token_counts(tt.load_corpus(), "the"), "not text"),
+    (lambda: tt.best_possible_loss([]), "non-empty list"),
+    (lambda: tt.finite_difference(EXAMPLE, EXAMPLE_TARGETS, "wte", 0), "one entry of 'wte'"),
+    (lambda: tt.finite_difference(EXAMPLE, EXAMPLE_TARGETS, "wte", (0, 9)), "one entry of 'wte'"),
+    (lambda: tt.finite_difference(EXAMPLE, EXAMPLE_TARGETS, "wte", (0, 0), eps=1e-20), "round-off"),
+    (lambda: tt.finite_difference(EXAMPLE, EXAMPLE_TARGETS, "wte", (0, 0), eps=-1e-5), "eps must be"),
+    (lambda: tt.read_corpus(None), "takes the corpus's text"),
+    (lambda: tt.init_params(-1), "seed must be"),
+    (lambda: tt.init_params(0, std=0), "std must be a positive number"),
+    (lambda: tt.load_sweep(ROOT / "data" / "corpus.txt"), "is not a seed sweep that can be read"),
+    (lambda: tt.load_sweep(ROOT / "no such file.json"), "is not a seed sweep that can be read"),
 ])
 def test_the_labs_other_functions_get_a_sentence(call, words):
     with pytest.raises(ValueError, match=words):
@@ -398,14 +400,14 @@ def test_the_labs_other_functions_get_a_sentence(call, words):
 
 def test_the_training_path_checks_the_weights_as_forward_does():
     with pytest.raises(ValueError, match="n_head must be a whole number that divides"):
-        tm.loss_and_grads([1, 2, 3], [2, 3, 4], n_head=3)
+        tt.loss_and_grads([1, 2, 3], [2, 3, 4], n_head=3)
     missing = {k: v for k, v in tm.PARAMS.items() if k != "ln_f"}
     with pytest.raises(ValueError, match="params must be the weights' dict"):
-        tm.loss_and_grads([1, 2, 3], [2, 3, 4], missing)
+        tt.loss_and_grads([1, 2, 3], [2, 3, 4], missing)
     wrong = tm.copy_params()
     wrong["wpe"] = np.ones((8, 3))
     with pytest.raises(ValueError, match="The weight 'wpe' has shape"):
-        tm.loss_and_grads([1, 2, 3], [2, 3, 4], wrong)
+        tt.loss_and_grads([1, 2, 3], [2, 3, 4], wrong)
     with pytest.raises(ValueError, match="its replacement has"):
         tm.replace_weight(tm.PARAMS, "wte", np.ones(3))
 
@@ -413,7 +415,7 @@ def test_the_training_path_checks_the_weights_as_forward_does():
 @pytest.mark.parametrize("step", ["sgd", "adam"])
 def test_the_optimisers_refuse_gradients_that_do_not_match_the_weights(step):
     def run(params, grads):
-        return tm.sgd_step(params, grads, 0.1) if step == "sgd" else tm.adam_step(params, grads, None, 0.1)
+        return tt.sgd_step(params, grads, 0.1) if step == "sgd" else tt.adam_step(params, grads, None, 0.1)
     w1, w2, g1 = np.ones(4), np.ones(4), np.full(4, 0.5)
     with pytest.raises(ValueError, match="'blocks.1' is in one but not the other"):
         run({"blocks": [w1, w2]}, {"blocks": [g1]})
@@ -426,15 +428,15 @@ def test_the_optimisers_refuse_gradients_that_do_not_match_the_weights(step):
     with pytest.raises(ValueError, match="layout"):
         run({"w": w1}, None)
     with pytest.raises(ValueError, match="learning rate lr must be a positive number"):
-        tm.sgd_step({"w": w1}, {"w": g1}, float("nan"))
+        tt.sgd_step({"w": w1}, {"w": g1}, float("nan"))
 
 
 def test_float32_weights_get_float32_gradients_and_stay_float32():
-    params = tm.tree_map(lambda w: np.asarray(w, dtype=np.float32), tm.init_params(3))
-    _, grads = tm.loss_and_grads(EXAMPLE, EXAMPLE_TARGETS, params)
+    params = tm.tree_map(lambda w: np.asarray(w, dtype=np.float32), tt.init_params(3))
+    _, grads = tt.loss_and_grads(EXAMPLE, EXAMPLE_TARGETS, params)
     assert {tm.get_weight(grads, n).dtype for n in tm.weight_names(grads)} == {np.dtype(np.float32)}
-    stepped = tm.sgd_step(params, grads, 0.1)
-    adam, _ = tm.adam_step(params, grads, None, 0.1)
+    stepped = tt.sgd_step(params, grads, 0.1)
+    adam, _ = tt.adam_step(params, grads, None, 0.1)
     for tree in (stepped, adam):
         assert {tm.get_weight(tree, n).dtype for n in tm.weight_names(tree)} == {np.dtype(np.float32)}
 
@@ -444,12 +446,12 @@ def test_the_loss_is_one_cross_entropy_through_log_softmax():
     logits = np.zeros((1, 12))
     logits[0, 1] = 800
     assert tm.cross_entropy(logits, [0]) == pytest.approx(800)
-    assert np.all(np.isfinite(tm.softmax_cross_entropy_backward(logits, [0])))
+    assert np.all(np.isfinite(tt.softmax_cross_entropy_backward(logits, [0])))
     perfect = tm.cross_entropy(logits, [1])
     assert perfect == 0 and str(perfect) == "0.0"
     params = tm.copy_params()
     params["w_u"] = params["w_u"] * 1000                 # logits in the thousands
-    loss, grads = tm.loss_and_grads(EXAMPLE, EXAMPLE_TARGETS, params)
+    loss, grads = tt.loss_and_grads(EXAMPLE, EXAMPLE_TARGETS, params)
     assert np.isfinite(loss) and loss == tm.cross_entropy(tm.forward(EXAMPLE, params), EXAMPLE_TARGETS)
     assert all(np.all(np.isfinite(tm.get_weight(grads, n))) for n in tm.weight_names(grads))
 
@@ -457,7 +459,7 @@ def test_the_loss_is_one_cross_entropy_through_log_softmax():
 # --- GPT-2's initialisation, the held-out file and the seed sweep --------------------------
 
 def test_gpt2s_initialisation_starts_near_ln_v():
-    params = tm.init_params(5, n_layer=3, d=64, d_mlp=256, n_ctx=64)
+    params = tt.init_params(5, n_layer=3, d=64, d_mlp=256, n_ctx=64)
     for name in tm.weight_names(params):
         w = tm.get_weight(params, name)
         if name.endswith(("attn.c_proj.w", "mlp.c_proj.w")):
@@ -468,20 +470,20 @@ def test_gpt2s_initialisation_starts_near_ln_v():
             assert np.all(w == 1), name
         else:
             assert np.all(w == 0), name
-    corpus = tm.load_corpus()
-    starts = [tm.corpus_loss(corpus, tm.init_params(seed)) for seed in range(10)]
+    corpus = tt.load_corpus()
+    starts = [tt.corpus_loss(corpus, tt.init_params(seed)) for seed in range(10)]
     assert all(abs(s - np.log(12)) < 0.05 for s in starts)
-    assert min(tm.corpus_loss(corpus, tm.init_params(seed, std=0.5)) for seed in range(10)) > np.log(12)
+    assert min(tt.corpus_loss(corpus, tt.init_params(seed, std=0.5)) for seed in range(10)) > np.log(12)
 
 
 def test_the_heldout_sentences_fit_and_include_one_the_corpus_never_has():
-    heldout, corpus = tm.load_heldout(), tm.load_corpus()
+    heldout, corpus = tt.load_heldout(), tt.load_corpus()
     assert len(heldout) >= 4 and all(seq[-1] == tm.EOT for seq in heldout)
     assert any(seq not in corpus for seq in heldout)
 
 
 def test_the_seed_sweep_has_ten_seeds_or_more_per_arm_and_recipe():
-    sweep = tm.load_sweep()
+    sweep = tt.load_sweep()
     assert len(sweep["seeds"]) >= 10
     for recipe in sweep["recipes"]:
         for arm in ("own W_U", "tied"):
@@ -496,9 +498,9 @@ def test_the_stored_sweep_is_what_training_gives(seed, arm, recipe):
     """Two of the stored runs trained again (the tool's own function) give the same numbers."""
     sys.path.insert(0, str(ROOT / "tools"))
     import seed_sweep
-    sweep = tm.load_sweep()
+    sweep = tt.load_sweep()
     stored = next(r for r in sweep["runs"] if (r["seed"], r["arm"], r["recipe"]) == (seed, arm, recipe))
-    fresh = seed_sweep.one_run(tm.load_corpus(), seed, arm == "tied", recipe, sweep["steps"])
+    fresh = seed_sweep.one_run(tt.load_corpus(), seed, arm == "tied", recipe, sweep["steps"])
     assert np.allclose(fresh["history"], stored["history"], atol=2e-4)
     for key in ("p_roof_cat", "p_roof_dog", "heldout"):
         assert fresh[key] == pytest.approx(stored[key], abs=2e-4), key

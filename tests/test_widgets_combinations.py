@@ -16,6 +16,7 @@ import pytest
 from widget_tools import find, nats, press_enter, shown, text
 
 import toy_model as tm
+import toy_widgets as tw
 
 TEXT = "the cat climbed the"
 Z = tm.forward(tm.encode(TEXT))[-1]
@@ -52,7 +53,7 @@ def reference_probs(z, T, k, top_p):
                                          (0.8, 2, 1.0), (1.0, 4, 0.5)])
 @pytest.mark.parametrize("through", ["boxes", "sliders"])
 def test_temperature_explorer_with_all_three_set(T, k, top_p, through):
-    root = tm.temperature_explorer()
+    root = tw.temperature_explorer()
     if through == "boxes":
         controls = [by_description(root, widgets.FloatText, "exact T"),
                     by_description(root, widgets.IntText, "exact k"),
@@ -70,14 +71,14 @@ def test_temperature_explorer_with_all_three_set(T, k, top_p, through):
     line = text(find(root, widgets.HTML)[0])
     top = int(np.argmax(expected))
     assert f"kept {int((expected > 0).sum())} of 12 tokens" in line
-    assert f"most likely {tm.show(top)} with p = {tm.fmt(expected[top])}" in line
-    assert f"entropy {tm.fmt(nats(expected))} nats" in line
+    assert f"most likely {tm.show(top)} with p = {tw.fmt(expected[top])}" in line
+    assert f"entropy {tw.fmt(nats(expected))} nats" in line
 
 
 # --- 06: the logit playground, two tokens edited --------------------------------------
 
 def test_logit_playground_keeps_each_edit_when_another_token_is_edited():
-    root = tm.logit_playground()
+    root = tw.logit_playground()
     pick = find(root, widgets.Dropdown)[0]
     slider = find(root, widgets.FloatSlider)[0]
     typed = find(root, widgets.Text)[0]
@@ -92,11 +93,11 @@ def test_logit_playground_keeps_each_edit_when_another_token_is_edited():
     p = tm.softmax(z)
     assert np.allclose(shown(root.chart), p)
     line = text([w for w in find(root, widgets.HTML) if w.value][0])
-    assert line.startswith(f"logit of ␣cat: 4.250 · most likely: ␣cat with p = {tm.fmt(p[cat])}")
+    assert line.startswith(f"logit of ␣cat: 4.250 · most likely: ␣cat with p = {tw.fmt(p[cat])}")
 
 
 def test_logit_shift_typed_then_slid_shows_z_plus_c_and_the_same_p():
-    root = tm.logit_shift()
+    root = tw.logit_shift()
     typed = find(root, widgets.Text)[0]
     typed.value = "2.5"
     press_enter(typed)
@@ -108,7 +109,7 @@ def test_logit_shift_typed_then_slid_shows_z_plus_c_and_the_same_p():
 @pytest.mark.parametrize("builder, option, on", [("attention_switch", "attention_on", False),
                                                  ("tying_switch", "tied", True)])
 def test_a_switch_with_another_prompt(builder, option, on):
-    root = getattr(tm, builder)()
+    root = getattr(tw, builder)()
     prompt = find(root, widgets.Text)[0]
     prompt.value = "the dog climbed the wall. the"
     find(root, widgets.ToggleButton)[0].value = on
@@ -122,7 +123,7 @@ def test_a_switch_with_another_prompt(builder, option, on):
 
 @pytest.mark.parametrize("attention_on, mlp_on", list(itertools.product([True, False], repeat=2)))
 def test_block_branches_every_combination(attention_on, mlp_on):
-    root = tm.block_branches()
+    root = tw.block_branches()
     toggles = {w.description: w for w in find(root, widgets.ToggleButton)}
     toggles["MLP branch"].value = mlp_on
     toggles["attention branch"].value = attention_on
@@ -130,7 +131,7 @@ def test_block_branches_every_combination(attention_on, mlp_on):
     assert np.allclose(shown(root.chart), r["p"][-1])
     table = next(w for w in find(root, widgets.HTML) if "<table" in w.value)
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", table.value)
-    assert cells == [tm.fmt(v) for v in r["y"].ravel()]
+    assert cells == [tw.fmt(v) for v in r["y"].ravel()]
 
 
 # --- 04: mask and heads -------------------------------------------------------------------
@@ -138,7 +139,7 @@ def test_block_branches_every_combination(attention_on, mlp_on):
 @pytest.mark.parametrize("masked, show", list(itertools.product([True, False],
                                                                 ["head 1", "head 2", "both"])))
 def test_mask_and_heads_every_combination(masked, show):
-    root = tm.mask_and_heads()
+    root = tw.mask_and_heads()
     find(root, widgets.ToggleButtons)[0].value = show
     find(root, widgets.ToggleButton)[0].value = masked
     r = tm.run(TEXT, mask=masked)
@@ -155,7 +156,7 @@ def test_mask_and_heads_every_combination(masked, show):
     if not masked:
         leak, h, i = max((np.triu(r["heads"][h]["weights"], 1).sum(1)[i], h, i)
                          for h in heads for i in range(n))
-        assert f"row {i + 1} ({r['tokens'][i]}) puts {tm.fmt(leak)} of its weight" in line
+        assert f"row {i + 1} ({r['tokens'][i]}) puts {tw.fmt(leak)} of its weight" in line
         assert f"(head {h + 1})" in line
 
 
@@ -163,19 +164,19 @@ def test_mask_and_heads_every_combination(masked, show):
 
 @pytest.mark.parametrize("head, query", [(1, 3), (1, 1), (0, 2)])
 def test_query_picker_off_the_default_head_and_query(head, query):
-    root = tm.query_picker(head=head)
+    root = tw.query_picker(head=head)
     find(root, widgets.IntText)[0].value = query
     h = tm.run(TEXT)["heads"][head]
     assert np.allclose(shown(root.chart), h["weights"][query - 1])
     line = html.unescape(find(root, widgets.HTML)[0].value)
-    assert f"output = [{tm.fmt(h['out'][query - 1][0])}, {tm.fmt(h['out'][query - 1][1])}]" in line
+    assert f"output = [{tw.fmt(h['out'][query - 1][0])}, {tw.fmt(h['out'][query - 1][1])}]" in line
 
 
 # --- 02: other dimensions, positions on --------------------------------------------------
 
 @pytest.mark.parametrize("dx, dy", [(2, 0), (0, 1), (3, 2)])
 def test_embedding_scatter_other_dimensions_with_positions(dx, dy):
-    root = tm.embedding_scatter()
+    root = tw.embedding_scatter()
     x_dim, y_dim = find(root, widgets.Dropdown)
     find(root, widgets.ToggleButton)[0].value = True
     x_dim.value, y_dim.value = dx, dy
@@ -191,7 +192,7 @@ def test_embedding_scatter_other_dimensions_with_positions(dx, dy):
 @pytest.mark.parametrize("prompt, T, seed", [("the dog", 0.7, 5), ("the cat climbed", 1.3, 2),
                                              ("the", 0.0, 9)])
 def test_generation_stepper_draws_what_generate_draws(prompt, T, seed):
-    root = tm.generation_stepper()
+    root = tw.generation_stepper()
     by_description(root, widgets.FloatText, "temperature").value = T
     by_description(root, widgets.Text, "seed").value = str(seed)
     by_description(root, widgets.Text, "prompt").value = prompt

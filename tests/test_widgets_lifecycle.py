@@ -19,6 +19,7 @@ from ipywidgets.widgets import widget as ipywidget_module
 from widget_tools import find, shown
 
 import toy_model as tm
+import toy_widgets as tw
 from toy_widgets import kit
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,13 +65,13 @@ def test_without_a_kernel_there_is_no_cell():
 
 def test_running_a_cell_again_closes_only_that_cells_old_copy(kernel):
     kernel.run("cell-1")
-    first = tm.logit_playground()
+    first = tw.logit_playground()
     fig1 = first.chart.fig
     kernel.run("cell-2")
-    other = tm.logit_shift()
+    other = tw.logit_shift()
     before = live_widgets()
     kernel.run("cell-1")                                  # the same cell, run again
-    again = tm.logit_playground()
+    again = tw.logit_playground()
     assert not plt.fignum_exists(fig1.number), "the old copy's figure is closed"
     assert first.comm is None and not first.children, "the old copy's widgets are closed"
     assert not hasattr(first, "chart"), "the old copy lets go of its chart (and figure)"
@@ -81,9 +82,9 @@ def test_running_a_cell_again_closes_only_that_cells_old_copy(kernel):
 
 def test_a_second_copy_in_another_cell_leaves_the_first_one_working(kernel):
     kernel.run("cell-a")
-    a = tm.logit_playground()
+    a = tw.logit_playground()
     kernel.run("cell-b")
-    b = tm.logit_playground("the dog climbed the")
+    b = tw.logit_playground("the dog climbed the")
     assert plt.fignum_exists(a.chart.fig.number) and plt.fignum_exists(b.chart.fig.number)
     slider = find(a, widgets.FloatSlider)[0]
     drawn = []
@@ -98,17 +99,17 @@ def test_a_second_copy_in_another_cell_leaves_the_first_one_working(kernel):
 
 def test_two_copies_built_by_one_run_of_a_cell_both_stay(kernel):
     kernel.run("cell-a")
-    a, b = tm.logit_playground(), tm.logit_playground("the dog climbed the")
+    a, b = tw.logit_playground(), tw.logit_playground("the dog climbed the")
     assert a.comm is not None and b.comm is not None and hasattr(a, "chart")
 
 
 def test_exercise_boxes_are_closed_when_their_cell_runs_again(kernel):
     kernel.run("cell-x")
-    tm.exercise("06.3")
+    tw.exercise("06.3")
     count = live_widgets()
     for _ in range(5):
         kernel.run("cell-x")
-        tm.exercise("06.3")
+        tw.exercise("06.3")
     assert live_widgets() == count
 
 
@@ -139,7 +140,7 @@ def test_rebuilding_a_widget_in_its_cell_leaves_no_widget_figure_or_artist_behin
 
 @pytest.fixture(scope="module")
 def made():
-    return builders(tm)
+    return builders()
 
 
 @pytest.mark.parametrize("name", BUILDERS)

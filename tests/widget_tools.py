@@ -55,10 +55,11 @@ def nats(p):
 def summary(p):
     """The line the course's widgets print about p, computed here from the model's p."""
     import toy_model as tm
+    import toy_widgets as tw
     order = np.argsort(-np.asarray(p), kind="stable")
-    return (f"most likely: {tm.TOKENS[order[0]]} with p = {tm.fmt(p[order[0]])} (then "
-            f"{tm.TOKENS[order[1]]} {tm.fmt(p[order[1]])}, {tm.TOKENS[order[2]]} "
-            f"{tm.fmt(p[order[2]])}) · entropy of p: {tm.fmt(nats(p))} nats")
+    return (f"most likely: {tw.TOKENS[order[0]]} with p = {tw.fmt(p[order[0]])} (then "
+            f"{tw.TOKENS[order[1]]} {tw.fmt(p[order[1]])}, {tw.TOKENS[order[2]]} "
+            f"{tw.fmt(p[order[2]])}) · entropy of p: {tw.fmt(nats(p))} nats")
 
 
 def figure_of(root):

@@ -29,7 +29,7 @@ from nbconvert import HTMLExporter
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-EXERCISE_CELL = re.compile(r'\s*tm\.exercise\("(\d\d\.\d+)"(?:,\s*\w+)?\)\s*')   # the one-line call
+EXERCISE_CELL = re.compile(r'\s*tw\.exercise\("(\d\d\.\d+)"(?:,\s*\w+)?\)\s*')   # the one-line call
 
 # JupyterLab's look (nbconvert's "lab" template) without the scripts it loads from CDNs.
 OFFLINE_TEMPLATE = """\
@@ -98,7 +98,7 @@ def key_kind(key: str) -> str:
 
 
 def with_worked_answers(notebook):
-    """The notebook with each exercise cell (`tm.exercise("03.1")`) followed by its
+    """The notebook with each exercise cell (`tw.exercise("03.1")`) followed by its
     worked answer, folded (an output of its own, after the exercise's)."""
     for cell in notebook.cells:
         if cell.cell_type != "code":

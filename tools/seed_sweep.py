@@ -22,6 +22,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import toy_model as tm  # noqa: E402
+import toy_train as tt  # noqa: E402
 
 LR = 0.05
 RECIPES = {                       # name -> train() options, given the number of steps
@@ -40,17 +41,17 @@ def p_roof(params, text):
 
 def one_run(corpus, seed, tied, recipe, steps):
     """Train one model; what the lab needs of it, rounded as stored."""
-    params, history = tm.train(corpus, steps=steps, lr=LR, seed=seed, tied=tied,
+    params, history = tt.train(corpus, steps=steps, lr=LR, seed=seed, tied=tied,
                                **RECIPES[recipe](steps))
     return {"seed": seed, "arm": "tied" if tied else "own W_U", "recipe": recipe,
             "history": [round(float(h), 4) for h in history],
             "p_roof_cat": round(p_roof(params, "the cat climbed the"), 4),
             "p_roof_dog": round(p_roof(params, "the dog climbed the"), 4),
-            "heldout": round(tm.corpus_loss(tm.load_heldout(), params), 4)}
+            "heldout": round(tt.corpus_loss(tt.load_heldout(), params), 4)}
 
 
 def sweep(seeds, steps, recipes=tuple(RECIPES), arms=tuple(ARMS)):
-    corpus = tm.load_corpus()
+    corpus = tt.load_corpus()
     return {"lr": LR, "steps": steps, "seeds": list(seeds), "recipes": list(recipes),
             "runs": [one_run(corpus, seed, ARMS[arm], recipe, steps)
                      for recipe in recipes for arm in arms for seed in seeds]}

@@ -6,21 +6,36 @@
     nb01_tokens.py ... nb07_generation.py, lab08_training.py, lab09_gpt2.py
                    each notebook's widgets and exercises together
 
-A notebook reaches every public name here through toy_model (tm.logit_playground(),
-tm.exercise("06.3")): importing this package imports every module, so that every
-exercise is registered, and a name is looked up in the modules in this order.
+A notebook writes `import toy_widgets as tw` and calls what it shows by name:
+tw.logit_playground(), tw.exercise("06.3"). Importing the package imports every module,
+so that every exercise is registered; the names below are each defined in the module
+they are imported from.
 """
-import importlib
 
 MODULES = ["draw", "kit", "exercises", "nb01_tokens", "nb02_embeddings", "nb03_qkv",
            "nb04_mask_and_heads", "nb05_block", "nb06_output", "nb07_generation",
            "lab08_training", "lab09_gpt2"]
-_loaded = [importlib.import_module(f"{__name__}.{name}") for name in MODULES]
 
-
-def __getattr__(name):
-    if not name.startswith("__"):
-        for module in _loaded:
-            if name in vars(module):
-                return vars(module)[name]
-    raise AttributeError(f"module 'toy_widgets' has no attribute {name!r}")
+from .draw import (COLUMN_PX, BLUE, GREEN, GREY, ORANGE, TOKENS, VERMILION, fmt, freeze_layout, heatmap,
+                   matrix, new_figure, outline_bars, set_heatmap, share_mathtext, static,
+                   table, tick_label, token_bars, token_html, token_name)  # noqa: F401
+from .kit import (COURSE_CSS, BarChart, Panel, StyleRule, WidgetState, builder_text, canvas_ready,
+                  course_style, guarded, is_live_canvas, live_artists, live_canvases,
+                  live_chart, live_figure, message_area, need_live_backend, on_change,
+                  on_enter, on_grid, own, page_has_shown, panel, picked, picture, picture_note,
+                  plain, redraw, release, say, send_whole_frame, slider_move, store_picture,
+                  stored_picture, typed_number)  # noqa: F401
+from .exercises import (CLOSE_UNITS, EXERCISES, NOT_DONE, ExerciseBox, answer_choice, answer_code, answer_number,
+                        choice_exercise, code_exercise, count_exercise, exercise,
+                        number_exercise, parse_number, worked_answer_html)  # noqa: F401
+from .nb01_tokens import (token_chips, tokenizer_widget)  # noqa: F401
+from .nb02_embeddings import (embedding_scatter, embedding_scatter_plot, grouped_labels,
+                              label_levels, x_rings)  # noqa: F401
+from .nb03_qkv import (head_weights, query_picker)  # noqa: F401
+from .nb04_mask_and_heads import (future_leak, heads_figure, mask_and_heads, outline_future)  # noqa: F401
+from .nb05_block import (block_branches, matrix_html, random_toy)  # noqa: F401
+from .nb06_output import (attention_switch, logit_playground, logit_shift, p_summary,
+                          tying_switch, vector)  # noqa: F401
+from .nb07_generation import (generation_stepper, temperature_explorer)  # noqa: F401
+from .lab08_training import (loss_axes, loss_curves, recipe_curves, train_live)  # noqa: F401
+from .lab09_gpt2 import (lab_attention)  # noqa: F401

@@ -11,8 +11,8 @@ from .kit import course_style, message_area, own, say
 
 
 # --- Exercises ("Check yourself") ------------------------------------------------
-# A notebook shows an exercise with one line, `tm.exercise("03.1")`; a write-it-yourself
-# exercise passes the learner's function too, `tm.exercise("02.4", embed_rows)`.
+# A notebook shows an exercise with one line, `tw.exercise("03.1")`; a write-it-yourself
+# exercise passes the learner's function too, `tw.exercise("02.4", embed_rows)`.
 # Everything else lives here, registered once by key ("NN.k": notebook NN, k-th
 # exercise): the question, the answer, the hints and the worked answer. Answers, hints
 # and worked answers are functions, called at check time, that compute from the model
@@ -128,7 +128,7 @@ def choice_exercise(key, question, options, answer, solution, hints=None):
 
 def code_exercise(key, question, reference, cases, solution, mistakes=()):
     """Register a write-it-yourself exercise: the learner completes a function in the
-    notebook and calls tm.exercise(key, their_function).
+    notebook and calls tw.exercise(key, their_function).
 
     reference: the model's function that the learner's must agree with (called with
     the same arguments). cases: (label, args tuple) pairs, or a function returning them,
@@ -308,7 +308,7 @@ def answer_code(key, function):
     spec = _spec(key)
     if spec["kind"] != "code":
         raise ValueError(f"Exercise {key} is answered in its box, not by a function: "
-                         f"call tm.exercise({key!r}) alone.")
+                         f"call tw.exercise({key!r}) alone.")
     if not callable(function):
         raise ValueError(f"Exercise {key} checks a function: pass the function itself "
                          f"(its name, without brackets), not {type(function).__name__}.")
@@ -388,9 +388,9 @@ def exercise(key, function=None):
     kind, question = spec["kind"], _now(spec["question"])
     if kind == "code" and function is None:
         raise ValueError(f"Exercise {key} checks a function you write: call "
-                         f"tm.exercise({key!r}, your_function).")
+                         f"tw.exercise({key!r}, your_function).")
     if kind != "code" and function is not None:
-        raise ValueError(f"Exercise {key} is answered in its box: call tm.exercise({key!r}) alone.")
+        raise ValueError(f"Exercise {key} is answered in its box: call tw.exercise({key!r}) alone.")
     area = message_area()
     title = widgets.HTML(f"<b>{_inline(question)}</b>")
     worked = widgets.HTML(value="")                 # empty until the learner asks

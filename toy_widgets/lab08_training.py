@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import toy_model as _model
+import toy_train
 from toy_model import PARAMS, VOCAB, encode, forward
 
 from .draw import BLUE, GREEN, GREY, ORANGE, PURPLE, TOKENS, fmt, freeze_layout, new_figure, static, token_name
@@ -29,7 +30,7 @@ def loss_axes(ax, steps, title):
 
 
 def train_live(corpus, steps=200, every=20, **options):
-    """w-train: tm.train(corpus, steps, **options) drawing its loss curve as it goes, with
+    """w-train: tt.train(corpus, steps, **options) drawing its loss curve as it goes, with
     a progress line. Returns what train returns: (trained params, loss history). The
     stored output (the notebook's picture of the widget) is the finished curve.
 
@@ -68,7 +69,7 @@ def train_live(corpus, steps=200, every=20, **options):
             redraw(fig)
 
     try:
-        params, history = _model.train(corpus, steps=steps, callback=on_step, **options)
+        params, history = toy_train.train(corpus, steps=steps, callback=on_step, **options)
     except ValueError as err:                           # bad settings, or divergence
         params, history = None, losses
         progress.value = html.escape(str(err))
@@ -113,7 +114,7 @@ def _example():
 def _dz_last(token):
     """d(-ln p(target)) / dz for `token` on the example's last row (target ␣roof)."""
     ids, targets, logits = _example()
-    return float(_model.softmax_cross_entropy_backward(logits[-1:], targets[-1:])[0, _tok(token)])
+    return float(toy_train.softmax_cross_entropy_backward(logits[-1:], targets[-1:])[0, _tok(token)])
 
 
 number_exercise(
@@ -157,7 +158,7 @@ choice_exercise(
 
 def _sgd_cases():
     ids, targets, _ = _example()
-    _, grads = _model.loss_and_grads(ids, targets)
+    _, grads = toy_train.loss_and_grads(ids, targets)
     rng = np.random.default_rng(8)
     return [("W_U with its gradient, lr = 1", (PARAMS["w_u"], grads["w_u"], 1.0)),
             ("wte with its gradient, lr = 0.1", (PARAMS["wte"], grads["wte"], 0.1)),
@@ -168,7 +169,7 @@ code_exercise(
     "08.3", "Write `sgd_update(w, g, lr)`: one step of gradient descent on one weight array w "
             "whose gradient is g. Return the new array (leave w itself unchanged: the model's "
             "weights are read-only).",
-    reference=lambda w, g, lr: _model.sgd_step({"w": w}, {"w": g}, lr)["w"], cases=_sgd_cases,
+    reference=lambda w, g, lr: toy_train.sgd_step({"w": w}, {"w": g}, lr)["w"], cases=_sgd_cases,
     mistakes=[(lambda w, g, lr: w + lr * g, "that climbs uphill: the step goes against the gradient."),
               (lambda w, g, lr: w - g, "the learning rate sets the size of the step: multiply g by lr."),
               (lambda w, g, lr: -lr * g, "return the new weights, not only the change: start from w."),
@@ -179,7 +180,7 @@ code_exercise(
 
 def _after_prompt():
     """Counts [V] of what follows "the cat climbed the" in the corpus."""
-    return _model.next_token_counts(_model.load_corpus(), encode(_TEXT))
+    return toy_train.next_token_counts(toy_train.load_corpus(), encode(_TEXT))
 
 
 def _roof_share():
@@ -198,7 +199,7 @@ number_exercise(
     answer=_roof_share, fractions=True,
     hints=lambda: [(1.0, "p = 1 would be perfect only if ␣roof always came next; when another "
                     "token comes, −ln p of it would be infinite."),
-                   (_after_prompt()[_tok("␣roof")] / len(_model.load_corpus()),
+                   (_after_prompt()[_tok("␣roof")] / len(toy_train.load_corpus()),
                     "Count only the sentences that begin with \"the cat climbed the\", not every "
                     "line of the corpus.")],
     solution=lambda: (
@@ -210,11 +211,11 @@ number_exercise(
 
 
 def recipe_curves(sweep, bounds=()):
-    """One panel per training recipe of a seed sweep (tm.load_sweep()): every run's loss
+    """One panel per training recipe of a seed sweep (tt.load_sweep()): every run's loss
     curve, own W_U in blue and tied in orange, on a log scale so that the end of training
     and a sudden jump both show. bounds: (value, label) pairs drawn as dashed lines."""
     if not isinstance(sweep, dict) or not {"recipes", "runs", "seeds"} <= sweep.keys():
-        raise ValueError("recipe_curves takes a seed sweep, as tm.load_sweep() returns it.")
+        raise ValueError("recipe_curves takes a seed sweep, as tt.load_sweep() returns it.")
     recipes = sweep["recipes"]
     fig, _ = new_figure(7.2, 4.6)
     fig.clear()
@@ -332,9 +333,9 @@ code_exercise(
                "dx̂ and x̂ times the mean of dx̂ · x̂ before dividing by std."),
               (_ln_no_std_term, "the mean is taken care of; the std moves too: subtract also "
                "x̂ times the row's mean of dx̂ · x̂."),
-              (lambda dout, x, g: _model.layer_norm_backward(dout, x, np.ones_like(g))[0],
+              (lambda dout, x, g: toy_train.layer_norm_backward(dout, x, np.ones_like(g))[0],
                "the gain g multiplies x̂ on the way forward, so dx̂ = dout · g."),
-              (lambda dout, x, g: _model.layer_norm_backward(dout, x, g, eps=0.0)[0],
+              (lambda dout, x, g: toy_train.layer_norm_backward(dout, x, g, eps=0.0)[0],
                "use std = sqrt(var + 1e-5), with the forward pass's 1e-5.")],
     solution='''def layer_norm_backward(dout, x, g, eps=1e-5):
     std = np.sqrt(x.var(axis=-1, keepdims=True) + eps)
@@ -361,7 +362,7 @@ def _attention_mistake(dout, q, k, v, scale=True, transpose_a=True, transpose_ds
     trace = {}
     _model.attention(q, k, v, trace=trace)
     a = trace["weights"]
-    dscores = _model.softmax_backward(dout @ v.T, a) / (np.sqrt(q.shape[-1]) if scale else 1)
+    dscores = toy_train.softmax_backward(dout @ v.T, a) / (np.sqrt(q.shape[-1]) if scale else 1)
     return dscores @ k, (dscores.T if transpose_ds else dscores) @ q, (a.T if transpose_a else a) @ dout
 
 
@@ -369,7 +370,7 @@ code_exercise(
     "08.7", "Write `attention_backward(dout, q, k, v)` for one causal head, out = A v with "
             "A = softmax(q kᵀ / sqrt(d_head), masked). Return (dq, dk, dv). Run the forward pass "
             "inside with `trace = {}; tm.attention(q, k, v, trace=trace)` to get A = "
-            "trace[\"weights\"], and use `tm.softmax_backward` (or yours). Checked against "
+            "trace[\"weights\"], and use `tt.softmax_backward` (or yours). Checked against "
             "finite differences.",
     reference=_attention_measured, cases=_attention_cases,
     mistakes=[(lambda *a: _attention_mistake(*a, scale=False),
@@ -384,7 +385,7 @@ code_exercise(
     tm.attention(q, k, v, trace=trace)
     A = trace["weights"]                      # [n, n], 0 above the diagonal
     dA, dv = dout @ v.T, A.T @ dout           # out = A v
-    ds = tm.softmax_backward(dA, A) / np.sqrt(q.shape[-1])   # 0 where masked
+    ds = tt.softmax_backward(dA, A) / np.sqrt(q.shape[-1])   # 0 where masked
     return ds @ k, ds.T @ q, dv               # scores = q k^T / sqrt(d_head)''')
 
 
@@ -393,7 +394,7 @@ _FD_WEIGHT, _FD_INDEX = "blocks.0.ln_2.g", (1,)
 
 def _fd_grad():
     ids, targets, _ = _example()
-    return float(_model.get_weight(_model.loss_and_grads(ids, targets)[1], _FD_WEIGHT)[_FD_INDEX])
+    return float(_model.get_weight(toy_train.loss_and_grads(ids, targets)[1], _FD_WEIGHT)[_FD_INDEX])
 
 
 def _one_sided(eps=1e-4):
@@ -409,7 +410,7 @@ number_exercise(
             "the block's second LayerNorm) on the example, by a central difference with "
             "ε = 1e-4: build the nudged weights with `tm.replace_weight`, grade them with "
             "`tm.cross_entropy(tm.forward(ids, params), targets)`, and compute "
-            "(L(w + ε) − L(w − ε)) / 2ε (not with tm.finite_difference).",
+            "(L(w + ε) − L(w − ε)) / 2ε (not with tt.finite_difference).",
     answer=_fd_grad, decimals=4,
     hints=lambda: [(-_fd_grad(), "Check the sign: L(w + ε) comes first."),
                    (2 * _fd_grad(), "Divide by 2ε: the two nudges are 2ε apart."),

@@ -6,6 +6,7 @@ import ipywidgets as widgets
 import numpy as np
 
 import toy_model as _model
+import toy_gpt2
 from toy_model import causal_mask, forward
 
 from .draw import fmt, heatmap
@@ -23,7 +24,7 @@ def lab_attention(lab, text="the cat climbed the"):
     one row per token looking, one column per token looked at. A model of one block has
     no layer to pick: its layer slider is hidden."""
     if not isinstance(lab, dict) or not {"params", "n_head", "encode"} <= lab.keys():
-        raise ValueError("lab_attention takes a loaded model, lab = tm.load_gpt2(folder), "
+        raise ValueError("lab_attention takes a loaded model, lab = tg.load_gpt2(folder), "
                          f"not {type(lab).__name__}.")
     if not isinstance(text, str):
         raise ValueError(f"lab_attention's text is a string, such as 'the cat climbed the', "
@@ -50,7 +51,7 @@ def lab_attention(lab, text="the cat climbed the"):
                              "so that every cell of the map stays readable.")
         trace = {}
         forward(ids, lab["params"], n_head, trace=trace)
-        state.text, state.trace, state.tokens = new_text, trace, _model.token_texts(lab, ids)
+        state.text, state.trace, state.tokens = new_text, trace, toy_gpt2.token_texts(lab, ids)
 
     def draw(_=None):
         layer, head = layer_box.value - 1, head_box.value - 1
@@ -155,7 +156,7 @@ number_exercise(
 # rule for ties ("first": the pair counted first) is what a learner's max() gives.
 
 def _train_once_per_word(words, n_merges):
-    return _model.train_bpe(list(dict.fromkeys(words)), n_merges)
+    return toy_gpt2.train_bpe(list(dict.fromkeys(words)), n_merges)
 
 
 def _pair_counts(words):
@@ -190,12 +191,12 @@ def _train_last_of_ties(words, n_merges):
             break
         best = max(reversed(list(counts)), key=counts.get)
         merges.append(best)
-        words = [_model.merge_pair(word, best) for word in words]
+        words = [toy_gpt2.merge_pair(word, best) for word in words]
     return merges
 
 
 def _train_across_words(words, n_merges):
-    return _model.train_bpe(["".join(words)], n_merges)
+    return toy_gpt2.train_bpe(["".join(words)], n_merges)
 
 
 _BPE_WORDS = ["low"] * 5 + ["lower"] * 2 + ["newest"] * 6 + ["widest"] * 3
@@ -204,7 +205,7 @@ _BPE_WORDS = ["low"] * 5 + ["lower"] * 2 + ["newest"] * 6 + ["widest"] * 3
 def _bpe_cases():
     from pathlib import Path
     corpus = (Path(__file__).resolve().parents[1] / "data" / "corpus.txt").read_text(encoding="utf-8")
-    course = [_model.byte_chars(w) for w in _model.pre_split(corpus)]
+    course = [toy_gpt2.byte_chars(w) for w in toy_gpt2.pre_split(corpus)]
     return [("low ×5, lower ×2, newest ×6, widest ×3, 4 merges", (_BPE_WORDS, 4)),
             ("the words of data/corpus.txt, 12 merges", (course, 12)),
             ("['aaaa'], 3 merges (only 2 are possible)", (["aaaa"], 3)),
@@ -217,7 +218,7 @@ code_exercise(
             "append the most frequent pair to the merges (when two are equally frequent, the one "
             "counted first) and glue it wherever it occurs, left to right; repeat n_merges times, "
             "or until no word has two pieces left. Return the merges, a list of pairs.",
-    reference=lambda words, n: _model.train_bpe(list(words), n),
+    reference=lambda words, n: toy_gpt2.train_bpe(list(words), n),
     cases=_bpe_cases,
     mistakes=[(_train_once_per_word, "count a word as often as it is listed: a word seen 5 "
                "times adds 5 to each of its pairs."),

@@ -177,9 +177,9 @@ def _block_cases():
     return [(f'X of "{_TEXT}" and the toy\'s block', (np.array(run(_TEXT)["x"]), toy["blocks"][0])),
             ('X of "the dog climbed the" and the toy\'s block',
              (np.array(run("the dog climbed the")["x"]), toy["blocks"][0])),
-            (f'X of "{_TEXT}" and the first block of tm.random_toy() (gains and biases not trivial)',
+            (f'X of "{_TEXT}" and the first block of tw.random_toy() (gains and biases not trivial)',
              (np.array(x_rnd), rnd["blocks"][0])),
-            ("the first block's output and the second block of tm.random_toy()",
+            ("the first block's output and the second block of tw.random_toy()",
              (np.array(_block_ref(x_rnd, rnd["blocks"][0])), rnd["blocks"][1]))]
 
 
@@ -206,7 +206,7 @@ code_exercise(
                "each norm has its own gain and bias: the MLP's is blk[\"ln_2\"], not blk[\"ln_1\"]."),
               (lambda x, blk: _block_ref(x, blk, plain_ln=True),
                "use each norm's own gain and bias, tm.layer_norm(x, **blk[\"ln_1\"]): in the toy they "
-               "are 1 and 0, in tm.random_toy() they are not.")],
+               "are 1 and 0, in tw.random_toy() they are not.")],
     solution='''def block(x, blk):
     a = tm.layer_norm(x, **blk["ln_1"])                       # what the attention branch reads
     h = x + tm.multi_head(a, **blk["attn"], n_head=2)         # first residual
