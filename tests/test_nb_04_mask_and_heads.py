@@ -28,6 +28,32 @@ def image(ax):
     return np.ma.filled(np.ma.asarray(ax.images[0].get_array(), dtype=float), np.nan)
 
 
+def open_weights_by_hand(text="the cat climbed the"):
+    """Each head's weights with the mask off, written out here from tm.PARAMS: LN1 of
+    wte[ids] + wpe, q and k from c_attn, scores = q k^T / sqrt(d_head), and a softmax over
+    each row with no mask at all (nothing taken from toy_model's forward or attention)."""
+    blk = tm.PARAMS["blocks"][0]
+    ids = tm.encode(text)
+    x = tm.PARAMS["wte"][ids] + tm.PARAMS["wpe"][:len(ids)]
+    a = (x - x.mean(axis=1, keepdims=True)) / np.sqrt(x.var(axis=1, keepdims=True) + 1e-5)
+    a = a * blk["ln_1"]["g"] + blk["ln_1"]["b"]
+    qkv = a @ blk["attn"]["c_attn"]["w"] + blk["attn"]["c_attn"]["b"]
+    d = x.shape[1]
+    dh = d // 2                                          # two heads of size 2
+    weights = []
+    for h in range(2):
+        q, k = qkv[:, h * dh:(h + 1) * dh], qkv[:, d + h * dh:d + (h + 1) * dh]
+        s = q @ k.T / np.sqrt(dh)
+        e = np.exp(s - s.max(axis=1, keepdims=True))
+        weights.append(e / e.sum(axis=1, keepdims=True))
+    return weights
+
+
+def leak_by_hand(w):
+    """Per row, the weight on columns after the row's own position."""
+    return np.array([w[i, i + 1:].sum() for i in range(len(w))])
+
+
 def test_future_leak_is_zero_under_the_mask_and_large_without():
     masked = tm.run("the cat climbed the")["heads"][0]["weights"]
     open_ = tm.run("the cat climbed the", mask=False)["heads"][0]["weights"]
@@ -54,8 +80,13 @@ def test_mask_off_fills_the_future_and_names_the_largest_leak(mh):
     after = image(fig.axes[0])
     assert not np.allclose(np.nan_to_num(before), np.nan_to_num(after))
     assert not np.any(np.isnan(after))
-    leak = tw.future_leak(tm.run("the cat climbed the", mask=False)["heads"][0]["weights"])[0]
-    assert f"row 1 (the) puts {tw.fmt(leak)} of its weight on future tokens (head 1)" in info.value
+    w = open_weights_by_hand()
+    np.testing.assert_allclose(after, w[0], atol=1e-12)
+    np.testing.assert_allclose(image(fig.axes[1]), w[1], atol=1e-12)
+    leak, h, i = max((leak_by_hand(w[h])[i], h, i) for h in range(2) for i in range(5))
+    assert (h, i) == (0, 0)                      # the largest leak: row 1 (the), head 1
+    assert info.value == (f"With the mask off, row 1 (the) puts {leak:.3f} of its weight "
+                          f"on future tokens (head 1).")
     assert "(no mask)" in fig.axes[0].get_title()
     mask.value = True
     assert np.all(np.isnan(image(fig.axes[0])[np.triu(np.ones((5, 5), dtype=bool), k=1)]))
@@ -71,10 +102,13 @@ def test_choosing_one_head_shows_one_map_with_that_heads_weights(mh):
     low = np.tril(np.ones((5, 5), dtype=bool))
     assert np.allclose(image(fig.axes[0])[low], w2[low])
     mask.value = False
-    leak = tw.future_leak(tm.run("the cat climbed the", mask=False)["heads"][1]["weights"])
+    w2_open = open_weights_by_hand()[1]
+    np.testing.assert_allclose(image(fig.axes[0]), w2_open, atol=1e-12)
+    leak = leak_by_hand(w2_open)
     i = int(np.argmax(leak))
-    assert info.value == (f"With the mask off, row {i + 1} ({tm.run()['tokens'][i]}) puts "
-                          f"{tw.fmt(leak[i])} of its weight on future tokens (head 2).")
+    tokens = ["the", "␣cat", "␣climb", "ed", "␣the"]
+    assert info.value == (f"With the mask off, row {i + 1} ({tokens[i]}) puts "
+                          f"{leak[i]:.3f} of its weight on future tokens (head 2).")
     which.value = "both"
     assert all(ax.get_visible() for ax in fig.axes)
 
