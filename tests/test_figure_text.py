@@ -244,19 +244,21 @@ def visit_states(root, name, states):
     return measured
 
 
+def state(label, *settings):
+    """A widget state: its label, and a function setting each (control, value) in turn."""
+    def set_state():
+        for control, value in settings:
+            control.value = value
+    return label, set_state
+
+
 def mask_and_heads_states():
     root = tw.mask_and_heads()
     mask, show = find(root, widgets.ToggleButton)[0], find(root, widgets.ToggleButtons)[0]
-
-    def setter(masked, heads):
-        def set_state():
-            show.value = heads
-            mask.value = masked
-        return (f"mask {'on' if masked else 'off'}, show {heads}", set_state)
     # the mask switched alone under each choice of heads (a repaint), then one head to both
-    return root, [setter(m, h) for h, m in [*itertools.product(["both", "head 1", "head 2"],
-                                                               [True, False]),
-                                            ("both", False), ("both", True)]]
+    return root, [state(f"mask {'on' if m else 'off'}, show {h}", (show, h), (mask, m))
+                  for h, m in [*itertools.product(["both", "head 1", "head 2"], [True, False]),
+                               ("both", False), ("both", True)]]
 
 
 def query_picker_states():
@@ -284,14 +286,8 @@ def switch_states(builder):
     def states():
         root = getattr(tw, builder)()
         toggle, prompt = find(root, widgets.ToggleButton)[0], find(root, widgets.Text)[0]
-
-        def setter(text, on):
-            def set_state():
-                prompt.value = text
-                toggle.value = on
-            return (f"prompt {text!r}, switch {'on' if on else 'off'}", set_state)
-        return root, [setter(t, on) for t in ["the dog climbed the wall. the", "the cat"]
-                      for on in (True, False)]
+        return root, [state(f"prompt {t!r}, switch {'on' if on else 'off'}", (prompt, t), (toggle, on))
+                      for t in ["the dog climbed the wall. the", "the cat"] for on in (True, False)]
     return states
 
 

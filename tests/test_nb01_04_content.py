@@ -21,7 +21,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 import toy_model as tm
 import toy_widgets as tw
-from widget_tools import press_enter
+from widget_tools import open_weights_by_hand, press_enter
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 TEXT = "the cat climbed the"
@@ -101,27 +101,6 @@ def test_02_the_widget_and_the_picture_draw_the_same_rings():
 
 
 # --- 04: the mask off, pictured; why before the softmax; why two heads ---------------
-
-def open_weights_by_hand(text):
-    """Each head's weights with the mask off, written out here from tm.PARAMS: LN1 of
-    wte[ids] + wpe, q and k from c_attn, scores = q k^T / sqrt(d_head), and a softmax over
-    each row with no mask at all (nothing taken from toy_model's forward or attention)."""
-    blk = tm.PARAMS["blocks"][0]
-    ids = tm.encode(text)
-    x = tm.PARAMS["wte"][ids] + tm.PARAMS["wpe"][:len(ids)]
-    a = (x - x.mean(axis=1, keepdims=True)) / np.sqrt(x.var(axis=1, keepdims=True) + 1e-5)
-    a = a * blk["ln_1"]["g"] + blk["ln_1"]["b"]
-    qkv = a @ blk["attn"]["c_attn"]["w"] + blk["attn"]["c_attn"]["b"]
-    d = x.shape[1]
-    dh = d // 2                                          # two heads of size 2
-    weights = []
-    for h in range(2):
-        q, k = qkv[:, h * dh:(h + 1) * dh], qkv[:, d + h * dh:d + (h + 1) * dh]
-        s = q @ k.T / np.sqrt(dh)
-        e = np.exp(s - s.max(axis=1, keepdims=True))
-        weights.append(e / e.sum(axis=1, keepdims=True))
-    return weights
-
 
 def test_04_the_try_it_section_pictures_both_heads_with_the_mask_off():
     section = section_with("04_mask_and_heads", "tw.mask_and_heads()")

@@ -9,7 +9,7 @@ import pytest
 
 import toy_model as tm
 import toy_widgets as tw
-from widget_tools import figure_of, find
+from widget_tools import figure_of, find, open_weights_by_hand
 
 
 
@@ -26,27 +26,6 @@ def mh():
 
 def image(ax):
     return np.ma.filled(np.ma.asarray(ax.images[0].get_array(), dtype=float), np.nan)
-
-
-def open_weights_by_hand(text="the cat climbed the"):
-    """Each head's weights with the mask off, written out here from tm.PARAMS: LN1 of
-    wte[ids] + wpe, q and k from c_attn, scores = q k^T / sqrt(d_head), and a softmax over
-    each row with no mask at all (nothing taken from toy_model's forward or attention)."""
-    blk = tm.PARAMS["blocks"][0]
-    ids = tm.encode(text)
-    x = tm.PARAMS["wte"][ids] + tm.PARAMS["wpe"][:len(ids)]
-    a = (x - x.mean(axis=1, keepdims=True)) / np.sqrt(x.var(axis=1, keepdims=True) + 1e-5)
-    a = a * blk["ln_1"]["g"] + blk["ln_1"]["b"]
-    qkv = a @ blk["attn"]["c_attn"]["w"] + blk["attn"]["c_attn"]["b"]
-    d = x.shape[1]
-    dh = d // 2                                          # two heads of size 2
-    weights = []
-    for h in range(2):
-        q, k = qkv[:, h * dh:(h + 1) * dh], qkv[:, d + h * dh:d + (h + 1) * dh]
-        s = q @ k.T / np.sqrt(dh)
-        e = np.exp(s - s.max(axis=1, keepdims=True))
-        weights.append(e / e.sum(axis=1, keepdims=True))
-    return weights
 
 
 def leak_by_hand(w):
