@@ -59,8 +59,8 @@ def parse_number(text):
     except ValueError:
         value = None
     if value is None:
-        raise ValueError(f"{shown!r} is not a number: type a decimal number such as 0.395, "
-                         "or a fraction such as 5/3.")
+        raise ValueError(f"{shown!r} is not a number: type a decimal number such as 0.25, "
+                         "or a fraction such as 3/4.")
     if not np.isfinite(value):
         raise ValueError(f"{shown!r} is too large: type an ordinary finite number.")
     return value
@@ -84,7 +84,8 @@ def _register(key, kind, question, solution, **facts):
     EXERCISES[key] = dict(key=key, kind=kind, question=question, solution=solution, **facts)
 
 
-def number_exercise(key, question, answer, solution, hints=(), decimals=3, fractions=False):
+def number_exercise(key, question, answer, solution, hints=(), decimals=3, fractions=False,
+                    tolerance=0.0):
     """Register a question answered by a number.
 
     One rule for every number exercise: the question asks for `decimals` decimals (stated
@@ -97,21 +98,27 @@ def number_exercise(key, question, answer, solution, hints=(), decimals=3, fract
     answer: the right value, or a function computing it from the model (called at check
     time). hints: (wrong value, sentence) pairs, or a function returning them: a typed
     value within one unit of the last decimal of a wrong value gets its sentence.
-    fractions=True says under the question that a fraction such as 5/3 is welcome (any
-    number field accepts one). solution: the worked answer (text, `code` in backticks,
+    fractions=True says under the question that a fraction such as 3/4 is accepted too (any
+    number field accepts one; the example is no exercise's answer). tolerance: for an
+    answer computed from rounded, printed inputs, a typed value is also right when it is
+    within `tolerance` of the answer (say 0.001 when the inputs' rounding moves the result
+    by up to one unit of its last decimal); 0 (the default) keeps the one rule above. solution: the worked answer (text, `code` in backticks,
     paragraphs split by blank lines), or a function returning it, which prints the answer
     as fmt(answer, decimals); shown only on request or after a right answer."""
     if not (isinstance(decimals, int) and 0 <= decimals <= 6):
         raise ValueError(f"Exercise {key}: decimals must be a whole number from 0 to 6.")
+    if not (isinstance(tolerance, (int, float)) and 0 <= tolerance < 10 ** -decimals * CLOSE_UNITS):
+        raise ValueError(f"Exercise {key}: tolerance must be at least 0 and smaller than the "
+                         "close window.")
     _register(key, "number", question, solution, answer=answer, hints=hints, decimals=decimals,
-              fractions=fractions)
+              fractions=fractions, tolerance=float(tolerance))
 
 
 def count_exercise(key, question, answer, solution, hints=()):
     """Register a question answered by a whole number (a count): anything else typed
     gets "type a whole number"; hints as in number_exercise, matched exactly."""
     _register(key, "count", question, solution, answer=answer, hints=hints, decimals=0,
-              fractions=False)
+              fractions=False, tolerance=0.0)
 
 
 def choice_exercise(key, question, options, answer, solution, hints=None):
@@ -154,7 +161,7 @@ def _precision(spec):
         return "Type a whole number."
     if spec["decimals"] == 0:
         return "Type a number; no decimals needed."
-    extra = ", or a fraction such as 5/3" if spec["fractions"] else ""
+    extra = "; a fraction such as 3/4 is accepted too" if spec["fractions"] else ""
     return f"Give {spec['decimals']} decimal{'s' if spec['decimals'] > 1 else ''}{extra}."
 
 
@@ -192,7 +199,8 @@ def answer_number(key, text):
         raise ValueError(f"{str(text).strip()[:24]!r} is not a count: type a whole number, such as 7.")
     answer, decimals = float(_now(spec["answer"])), spec["decimals"]
     typed = _decimals_typed(text) if spec["kind"] == "number" else decimals
-    if typed >= decimals and fmt(value, decimals) == fmt(answer, decimals):
+    if typed >= decimals and (fmt(value, decimals) == fmt(answer, decimals) or abs(
+            float(fmt(value, decimals)) - answer) <= spec.get("tolerance", 0.0) + 1e-12):
         return True, f"Right: {fmt(answer, decimals)}."
     if typed < decimals and fmt(value, typed) == fmt(answer, typed):
         return False, f"Close: give {_precision(spec)[5:-1]}."

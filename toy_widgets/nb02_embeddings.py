@@ -63,38 +63,41 @@ choice_exercise(
         "similar things."))
 
 _SWAP = ("the cat climbed the", "the climbed cat the")
-_SAME = "Exactly the same: the last row mixes the same set of rows with the same weights, in any order."
+_SAME = ("Exactly the same: both texts start with the token the, and the last row mixes the same "
+         "set of rows with the same weights, in any order.")
+_MARKED = "Different, because the position table marks where every token stands."
 
 
-def _no_position_predictions():
-    no_pos = {**PARAMS, "wpe": np.zeros_like(PARAMS["wpe"])}
-    return [forward(encode(t), no_pos)[-1] for t in _SWAP]
+def _position_predictions():
+    """The toy, with its position embeddings, on both texts: the last row of the logits."""
+    return [forward(encode(t), PARAMS)[-1] for t in _SWAP]
 
 
 choice_exercise(
-    "02.3", f'The toy without its position embeddings reads "{_SWAP[0]}" and "{_SWAP[1]}". '
-            "What can you say about its prediction for the token after each?",
-    options=["Different, because the ids are different.", _SAME,
+    "02.3", f'The toy, with its position embeddings, reads "{_SWAP[0]}" and "{_SWAP[1]}" (the '
+            "same five tokens, ␣cat moved from position 2 to position 4). What can you say about its "
+            "prediction for the token after each? Reason from the table P printed above.",
+    options=[_MARKED, _SAME,
              "Different, because attention reads the rows from left to right.",
              "There are none: the second text cannot be encoded."],
-    answer=lambda: (_SAME if np.allclose(*_no_position_predictions())
-                    else "Different, because the ids are different."),
-    hints={"Different, because the ids are different.":
-               "They are the same five ids (check with tm.encode), only in another order.",
+    answer=lambda: _SAME if np.allclose(*_position_predictions()) else _MARKED,
+    hints={_MARKED:
+               "Look at P again: which positions does the toy's table mark, and which does the move touch?",
            "Different, because attention reads the rows from left to right.":
                "Attention compares rows by dot products and adds them up: neither knows which row came first.",
            "There are none: the second text cannot be encoded.":
                "It encodes fine: the tokenizer checks the pieces, not the grammar.",
-           _SAME: "Compare the two texts' ids once more."},
+           _SAME: "Compare the rows of P at positions 2 to 5 once more."},
     solution=lambda: (
         f"Exactly the same (the largest difference between the two rows of logits is "
-        f"{fmt(np.abs(np.subtract(*_no_position_predictions())).max())}). Both texts are the ids "
-        f"`{' '.join(show(i) for i in sorted(set(encode(_SWAP[0])), key=encode(_SWAP[0]).index))}` "
-        "in two orders, and both end in `␣the`. The last row looks at every row; scores and "
-        "weights travel with their rows, so a weighted sum cannot tell the orders apart.\n\n"
-        "One more thing: the toy *with* its positions cannot tell them apart either. Its only "
-        "position mark is on position 1, and both texts start with `the`. A real model learns a "
-        "distinct row for every position, so it can."))
+        f"{fmt(np.abs(np.subtract(*_position_predictions())).max())}). The toy's only position mark "
+        "is on position 1, and both texts start with `the` there; positions 2 to 5 add nothing, so "
+        "the moved tokens get the same rows of X wherever they stand. Both texts are then the same "
+        f"rows `{' '.join(show(i) for i in sorted(set(encode(_SWAP[0])), key=encode(_SWAP[0]).index))}` "
+        "in two orders, both ending in `␣the`. The last row looks at every row; scores and weights "
+        "travel with their rows, so a weighted sum cannot tell the orders apart.\n\n"
+        "A real model learns a distinct row for every position, so it can. Swapping the first two "
+        "tokens, as the notebook did, moves the start-of-text mark and changes the toy's prediction."))
 
 
 def _rows_case(ids):

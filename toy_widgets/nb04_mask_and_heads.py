@@ -71,6 +71,9 @@ number_exercise(
         f"({', '.join(fmt(c, 0) for c in _COLUMN)}) instead of the model's: what would the d2 entry "
         "of the last row's attention output be? Multiply entry by entry and add."),
     answer=lambda: _concat_last() @ _COLUMN,
+    # The answer is computed from the printed (rounded) row; the unrounded row gives a value
+    # that may differ by the inputs' rounding, up to 0.0005 times the column's sum of sizes.
+    tolerance=0.0005 * float(np.abs(_COLUMN).sum()),
     hints=lambda: [
         (_concat_last() @ PARAMS["blocks"][0]["attn"]["c_proj"]["w"][:, 1],
          "That is the model's own d2, where head 2 counts 0; with this column its first output counts once."),

@@ -30,14 +30,14 @@ def _t0_options():
 
 
 choice_exercise(
-    "07.1", "Temperature toward 0. What happens to the last row's p as the temperature goes toward "
-            "0? Try it with the temperature slider above, then choose.",
+    "07.1", "Temperature toward 0. Predict it from the formula above, before you read on: what "
+            "happens to the last row's p as the temperature goes toward 0?",
     options=_t0_options,
     answer=lambda: _t0_options()[0] if _p07(1e-3).max() > 1 - 1e-9 else _t0_options()[2],
     hints=lambda: {
         "1/12 for every token": "That is the other end: a very large T makes every z / T close to 0.",
         "unchanged: temperature only matters when sampling":
-            "Dividing by a small T stretches the gaps between the logits; watch the bars at T = 0.05.",
+            "Dividing by a small T stretches the gaps between the logits: try T = 0.05 on two of them.",
         "the order of the tokens changes": "Dividing every logit by the same positive T keeps their order.",
         _t0_options()[0]: "Divide the logits by a tiny T and look again."},
     solution=lambda: (
