@@ -100,28 +100,34 @@ choice_exercise(
         "tokens, as the notebook did, moves the start-of-text mark and changes the toy's prediction."))
 
 
-def _rows_case(ids):
-    return (list(ids),)
+def _rows_case(ids, start=0):
+    return (list(ids), start)
 
 
 code_exercise(
-    "02.4", "Write `embed_rows(ids)`: it returns X, one row per id, each the token's row of E "
-            "(`tm.PARAMS[\"wte\"]`) plus its position's row of P (`tm.PARAMS[\"wpe\"]`).",
-    reference=lambda ids: embed(ids, PARAMS["wte"], PARAMS["wpe"]),
-    cases=lambda: [(f'the ids of "{_TEXT}"', _rows_case(encode(_TEXT))),
-                   ("the ids [3, 0] (␣dog, then the)", _rows_case([3, 0])),
-                   (f'the ids of "{_S2}"', _rows_case(encode(_S2))),
-                   ("8 ids, a full context", _rows_case([0, 2, 4, 5, 1, 6, 10, 11]))],
-    mistakes=[(lambda ids: PARAMS["wte"][ids],
+    "02.4", "Write `embed_rows(ids, start)`: a text read in two parts, whose first `start` tokens are "
+            "already embedded; `ids` are the tokens that follow. It returns their rows of X, one row "
+            "per id: the token's row of E (`tm.PARAMS[\"wte\"]`) plus the row of P "
+            "(`tm.PARAMS[\"wpe\"]`) for the place where the token stands in the whole text.",
+    reference=lambda ids, start: embed(np.asarray(ids), PARAMS["wte"], PARAMS["wpe"], start),
+    cases=lambda: [(f'the ids of "{_TEXT}", start = 0', _rows_case(encode(_TEXT))),
+                   ("the ids [3, 0] (␣dog, then the), start = 0", _rows_case([3, 0])),
+                   ("the ids [5, 1] (ed ␣the) after 3 tokens, start = 3", _rows_case([5, 1], 3)),
+                   ("the ids [0, 2] (the ␣cat) after 6 tokens, start = 6", _rows_case([0, 2], 6)),
+                   ("8 ids, a full context, start = 0", _rows_case([0, 2, 4, 5, 1, 6, 10, 11]))],
+    mistakes=[(lambda ids, start: PARAMS["wte"][ids],
                "your rows have no position part: add P's row for each position, P[0] to the "
-               "first row (Python counts from 0)."),
-              (lambda ids: PARAMS["wte"][ids] + PARAMS["wpe"][ids],
-               "P is indexed by position (0, 1, 2, ...), not by token id: take P[:len(ids)]."),
-              (lambda ids: PARAMS["wpe"][:len(ids)] + 0 * PARAMS["wte"][ids],
+               "first token of the text (Python counts from 0)."),
+              (lambda ids, start: PARAMS["wte"][ids] + PARAMS["wpe"][ids],
+               "P is indexed by position (0, 1, 2, ...), not by token id."),
+              (lambda ids, start: PARAMS["wte"][ids] + PARAMS["wpe"][:len(ids)],
+               "these tokens do not start the text: the first of them stands at position start, "
+               "so its row of P is P[start], not P[0]."),
+              (lambda ids, start: PARAMS["wpe"][start:start + len(ids)] + 0 * PARAMS["wte"][ids],
                "each row also needs its token's own row of E.")],
-    solution='''def embed_rows(ids):
+    solution='''def embed_rows(ids, start):
     E, P = tm.PARAMS["wte"], tm.PARAMS["wpe"]
-    return E[ids] + P[:len(ids)]      # row t: token ids[t]'s row + position t's row''')
+    return E[ids] + P[start:start + len(ids)]   # token ids[t] stands at position start + t''')
 
 
 EMBED_LIMITS = (-1.8, 2.8)                          # every entry of wte + wpe lies inside
