@@ -5,15 +5,14 @@ where an array belongs, NaN, a shape off by one, weights from another model. Eac
 below either returns the input in the form the model computes with, or raises
 ValueError with one sentence saying what was wrong and what is allowed. toy_model,
 toy_train and toy_gpt2 all use them, so the same mistake gets the same sentence
-everywhere. The model's weights are read-only (Frozen), for the same reason.
+everywhere. The model's weights are read-only (frozen), for the same reason.
 """
 import contextlib
 import copy
 import functools
 import os
-import re
-import sys
 import threading
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -97,8 +96,8 @@ def as_numbers(x, who, min_dims=0, last=None):
     """x as an array of real numbers of ordinary size, with at least min_dims axes and, if
     given, `last` numbers in each row (its last axis); or one sentence. The model's own
     read-only weights were checked when frozen: only their shape is looked at."""
-    trusted = type(x) is Frozen and not _FLAGS(x).writeable
-    arr = x.view(np.ndarray) if trusted else _as_floats(x, who)
+    trusted = is_frozen(x)
+    arr = x if trusted else _as_floats(x, who)
     if arr.ndim < min_dims or arr.size == 0:
         need = ("a number or an array of numbers", "a row of numbers",
                 "rows of numbers (an array with 2 axes)")[min(min_dims, 2)]
@@ -270,7 +269,7 @@ BLOCK_SHAPES = {"ln_1.g": "d", "ln_1.b": "d", "attn.c_attn.w": "d 3d", "attn.c_a
                 "mlp.c_fc.w": "d m", "mlp.c_fc.b": "m", "mlp.c_proj.w": "m d", "mlp.c_proj.b": "d"}
 
 
-_CHECKED = {}          # id -> (read-only tree, tied, d): checked once, since it cannot change
+_CHECKED = {}          # id -> (read-only tree, tied, d, its weights with their shapes and dtypes)
 
 
 def _shape(w):
@@ -281,7 +280,8 @@ def check_params(params, n_head, tied=False):
     """The weights' tree is GPT-2's layout with consistent shapes and numbers of ordinary
     size; returns n_head as an int. The model's own read-only weights are checked once."""
     known = _CHECKED.get(id(params))
-    if known is not None and known[0] is params and known[1] == tied:
+    if known is not None and known[0] is params and known[1] == tied \
+            and all(w.shape == shape and w.dtype == dtype for w, shape, dtype in known[3]):
         return check_n_head(n_head, known[2])
     if not isinstance(params, dict) or not {"wte", "wpe", "blocks", "ln_f"} <= params.keys():
         raise ValueError("params must be the weights' dict, with wte, wpe, blocks and ln_f "
@@ -308,7 +308,8 @@ def check_params(params, n_head, tied=False):
     if isinstance(params, ReadOnlyDict):
         if len(_CHECKED) > 16:
             _CHECKED.clear()
-        _CHECKED[id(params)] = (params, tied, d)
+        leaves = [_at(params, name) for name in want]
+        _CHECKED[id(params)] = (params, tied, d, [(w, w.shape, w.dtype) for w in leaves])
     return check_n_head(n_head, d)
 
 
@@ -355,11 +356,6 @@ def _refuse(*_args, **_kwargs):
     raise ValueError(READ_ONLY)
 
 
-def _writable(arr):
-    if not _FLAGS(arr).writeable:
-        raise ValueError(READ_ONLY)
-
-
 class ReadOnlyDict(dict):
     """A dict of the weights' tree: it reads as a dict and refuses every change.
     copy.deepcopy() or tm.copy_params() give an ordinary, writable copy."""
@@ -392,142 +388,29 @@ class ReadOnlyList(list):
         return list, (list(self),)
 
 
-_FLAGS = np.ndarray.flags.__get__            # numpy's own flags of an array
+# Each weight lies over an immutable `bytes` object: numpy itself refuses every write into
+# it (W[0, 0] = 5, W += 1, W.fill(0)) and refuses to switch its WRITEABLE flag back on, in
+# numpy's words ("assignment destination is read-only"). Its numbers are checked once, when
+# it is frozen; a weight or a view of it (W[0], W.T) is then trusted as it is. What numpy
+# still allows (setting W.shape or W.dtype in place) changes no number, and check_params
+# notices it: it looks at each weight's shape and dtype on every call.
 
-
-class _Flags:
-    """A weight's flags, as numpy's, except that WRITEABLE cannot be switched on."""
-    __slots__ = ("_flags",)
-
-    def __init__(self, flags):
-        object.__setattr__(self, "_flags", flags)
-
-    def __getattr__(self, name):
-        return getattr(self._flags, name)
-
-    def __getitem__(self, key):
-        return self._flags[key]
-
-    def __setattr__(self, name, value):
-        if name == "writeable" and value and not self._flags.writeable:
-            raise ValueError(READ_ONLY)
-        setattr(self._flags, name, value)
-
-    def __setitem__(self, key, value):
-        if key in ("W", "WRITEABLE") and value and not self._flags.writeable:
-            raise ValueError(READ_ONLY)
-        self._flags[key] = value
-
-    def __repr__(self):
-        return repr(self._flags)
-
-
-def _guarded(name):
-    """ndarray's method `name`, refused with READ_ONLY on a read-only array (it writes in place)."""
-    method = getattr(np.ndarray, name)
-
-    def guarded(self, *args, **kwargs):
-        _writable(self)
-        return method(self, *args, **kwargs)
-    guarded.__name__ = guarded.__qualname__ = name
-    return guarded
-
-
-def _guarded_attribute(name):
-    """An attribute (shape, dtype, strides) that a read-only array keeps: setting it would
-    reinterpret the weight's memory in place."""
-    attribute = getattr(np.ndarray, name)
-
-    def set_it(self, value):
-        _writable(self)
-        attribute.__set__(self, value)
-    return property(attribute.__get__, set_it, doc=attribute.__doc__)
-
-
-class Frozen(np.ndarray):
-    """A weight of the model: read-only, so that every cell of every notebook sees the same
-    model. A view of it (W[0], W.T) is a Frozen too; anything computed from it (W + 1, W[ids],
-    W.copy()) is an ordinary, writable array."""
-
-    flags = property(lambda self: _Flags(_FLAGS(self)))
-    shape, dtype, strides = (_guarded_attribute(name) for name in ("shape", "dtype", "strides"))
-    fill, sort, put, partition, resize = (_guarded(name) for name in
-                                          ("fill", "sort", "put", "partition", "resize"))
-
-    def __setitem__(self, key, value):
-        _writable(self)
-        super().__setitem__(key, value)
-
-    def __getitem__(self, key):
-        part = super().__getitem__(key)          # a view of read-only memory stays Frozen
-        return part.view(np.ndarray) if isinstance(part, np.ndarray) and _FLAGS(part).writeable else part
-
-    def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
-        """Every numpy function of a weight computes on plain arrays; writing into a weight
-        (W += 1, np.add(W, 1, out=W), np.add.at(W, 0, 1)) is refused."""
-        for arr in (out or ()) + (inputs[:1] if method == "at" else ()):
-            if isinstance(arr, Frozen):
-                _writable(arr)
-        plain = [a.view(np.ndarray) if isinstance(a, Frozen) else a for a in inputs]
-        if out is not None:
-            kwargs["out"] = tuple(a.view(np.ndarray) if isinstance(a, Frozen) else a for a in out)
-        result = getattr(ufunc, method)(*plain, **kwargs)
-        return out[0] if out is not None and len(out) == 1 else result
-
-    def __array_wrap__(self, array, context=None, return_scalar=False):
-        array = array.view(np.ndarray)
-        return array[()] if return_scalar else array
-
-    def setflags(self, write=None, align=None, uic=None):
-        if write:
-            _writable(self)
-        super().setflags(write, align, uic)
-
-    def copy(self, order="C"):
-        return np.array(self, order=order, subok=False)
-
-    def __copy__(self):
-        return self.copy()
-
-    def __deepcopy__(self, memo):
-        return self.copy()
-
-    def __repr__(self):
-        return repr(self.view(np.ndarray))
-
-
-# One door stays open: np.asarray(W) (or W.view(np.ndarray)) is a plain ndarray over the
-# weight's memory, and numpy, not this module, refuses writing into it, in numpy's words
-# ("assignment destination is read-only"). In IPython, and so in a notebook, the course
-# puts its own sentence in their place; the traceback still points at the line.
-
-NUMPY_READ_ONLY = re.compile(r"(.*\bread-only|cannot set WRITEABLE flag to True of this array)")
-
-
-def _read_only_sentence(numpy_message):
-    return (f"This array is read-only (numpy: {numpy_message.rstrip('.')}); the model's weights "
-            "and every view of them are, so that every notebook sees the same model: experiment "
-            "on a copy, params = tm.copy_params() (or a = a.copy()).")
-
-
-def explain_read_only_in_ipython():
-    """In IPython, give numpy's read-only errors the course's sentence (see above)."""
-    shell = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
-    if shell is None or shell.custom_exceptions not in ((), (ValueError,)):
-        return                                      # not IPython, or a handler of its own
-
-    def handler(shell, etype, value, tb, tb_offset=None):
-        if etype is ValueError and len(value.args) == 1 and NUMPY_READ_ONLY.fullmatch(str(value)):
-            value.args = (_read_only_sentence(str(value)),)
-        shell.showtraceback((etype, value, tb), tb_offset=tb_offset)   # as without a handler
-    shell.set_custom_exc((ValueError,), handler)
+_FROZEN = weakref.WeakValueDictionary()       # id -> the flat array over a weight's bytes
 
 
 def frozen(leaf):
-    """A weight as a Frozen array of floats (float32 stays float32), over memory that cannot
-    be made writable. Its numbers are checked here, once: a Frozen weight cannot change."""
+    """A weight as a read-only array of floats (float32 stays float32) over memory that
+    cannot be made writable. Its numbers are checked here, once."""
     arr = as_numbers(leaf, "freeze")
-    return np.ndarray.__new__(Frozen, arr.shape, arr.dtype, buffer=np.ascontiguousarray(arr).tobytes())
+    flat = np.frombuffer(np.ascontiguousarray(arr).tobytes(), dtype=arr.dtype)
+    _FROZEN[id(flat)] = flat
+    return flat.reshape(arr.shape)
+
+
+def is_frozen(x):
+    """x is a frozen weight or a view of one, in its own dtype: checked, and unchangeable."""
+    base = getattr(x, "base", None)
+    return base is not None and _FROZEN.get(id(base)) is base and x.dtype == base.dtype
 
 
 # --- Checks declared on the model's building blocks ----------------------------------

@@ -42,7 +42,7 @@ from toy_checks import (ReadOnlyDict, ReadOnlyList, _as_floats, _at, _as_logits,
                         check_distribution, check_embed, check_gelu, check_ids, check_layer_norm,
                         check_linear, check_log_softmax, check_mlp, check_multi_head, check_params,
                         check_sampling, check_seed, check_softmax, check_targets, check_unembed,
-                        checked, checked_inside, explain_read_only_in_ipython, frozen)
+                        checked, checked_inside, frozen)
 
 # --- 1. Tokens ---------------------------------------------------------------
 
@@ -240,7 +240,7 @@ def replace_weight(tree, name, value):
 
 def freeze(tree):
     """The same nested weights, read-only at every level: each dict and list refuses changes,
-    each array is a Frozen copy (see toy_checks)."""
+    each array a copy over memory that numpy will not write into (see toy_checks.frozen)."""
     _check_tree(tree, "freeze")
     return walk(lambda _path, leaf: frozen(leaf), tree, kinds=(ReadOnlyDict, ReadOnlyList))
 
@@ -272,7 +272,6 @@ PARAMS = freeze({
     "ln_f": _ln_params(4),
     "w_u": _w_u,                                   # [d, V]     the toy's own unembedding
 })
-explain_read_only_in_ipython()                    # np.asarray(W)[0, 0] = 5: the course's sentence
 
 
 # --- 3. The pieces of the forward pass ------------------------------------------
@@ -502,11 +501,16 @@ def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None):
     return p
 
 
+def _rng(seed):
+    """`seed` itself if it is a numpy Generator (its draws go on where they were), else a new
+    Generator seeded with it: seeded, the same draws come out every time."""
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(check_seed(seed))
+
+
 def sample(p, rng):
     """Draw one token id from p. rng: a numpy Generator (np.random.default_rng(seed)) or a
     seed; seeded, the same draws come out every time."""
-    if not isinstance(rng, np.random.Generator):
-        rng = np.random.default_rng(check_seed(rng))
+    rng = _rng(rng)
     p = check_distribution(p, "sample")
     return int(rng.choice(len(p), p=p / p.sum()))   # float32 rows may miss 1 by a rounding
 
@@ -516,8 +520,10 @@ def generate(prompt, temperature=0.0, top_k=None, top_p=None, seed=0, params=PAR
     """Pick, append, repeat: until eot (<|endoftext|>), the context is full, or max_new new
     tokens. Only the last row's logits are used at each step.
 
-    prompt: text or token ids. cache=True keeps every block's keys and values (a KV cache),
-    so each step runs only the token just chosen; the numbers are the same either way.
+    prompt: text or token ids. seed: a whole number, or a numpy Generator to go on drawing
+    from; the notebook's stepper passes its own and asks for one step at a time (max_new=1),
+    at the temperature set then. cache=True keeps every block's keys and values (a KV
+    cache), so each step runs only the token just chosen; the numbers are the same either way.
     Returns a list of steps, each {"ids": context, "p": distribution, "next": chosen id}."""
     check_params(params, n_head)
     ids = encode(prompt) if isinstance(prompt, str) else as_ids(prompt, "generate", len(params["wte"]))
@@ -526,7 +532,7 @@ def generate(prompt, temperature=0.0, top_k=None, top_p=None, seed=0, params=PAR
         raise ValueError("generate's eot must be a token id (or None) and its cache True or False.")
     check_sampling(temperature, top_k, top_p)
     max_new = len(params["wpe"]) if max_new is None else _count(max_new, "max_new", low=0)
-    rng = np.random.default_rng(check_seed(seed))
+    rng = _rng(seed)
     kv = [] if cache else None
     steps = []
     while len(ids) < len(params["wpe"]) and ids[-1] != eot and len(steps) < max_new:

@@ -143,7 +143,7 @@ A = {
                     st.just(tm.PARAMS), st.booleans()],
     "check_cache_batch": [st.just([{"k": np.zeros((1, 2, 4)), "v": np.zeros((1, 2, 4))}]),
                           st.sampled_from([[1], [1, 2], np.array([[1, 2]]), np.array([[1], [2]])])],
-    "explain_read_only_in_ipython": [], "frozen": [ROWS4],
+    "frozen": [ROWS4], "is_frozen": [ROWS4],
     # toy_train
     "transpose": [ROWS4], "softmax_cross_entropy_backward": [ROWS12, either(st.lists(st.integers(0, 11), min_size=1, max_size=5))],
     "linear_backward": [ROWS4, ROWS4, either(st.just(np.eye(4)))],
