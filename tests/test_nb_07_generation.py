@@ -150,19 +150,40 @@ def test_greedy_steps_reach_the_end_of_text_and_stop():
     assert len(root.state.ids) == 8
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_a_seed_gives_the_same_sequence_as_generate(seed):
-    expected = tm.generate(PROMPT, temperature=1.0, seed=seed)
+def reference_draws(prompt, temperatures, seed):
+    """What the stepper must draw, written here: one Generator seeded at reset; at each click
+    the softmax of the last row's z / T at the temperature set then (greedy at T = 0, which
+    draws nothing), rng.choice; no click after <|endoftext|> or a full context."""
+    rng, ids, draws = np.random.default_rng(seed), tm.encode(prompt), []
+    for T in temperatures:
+        if ids[-1] == tm.EOT or len(ids) == tm.N_CTX:
+            break
+        z = tm.forward(ids)[-1]
+        e = np.exp((z - z.max()) / T) if T else (z == z.max()).astype(float)
+        p = e / e.sum()
+        draws.append((p, int(np.argmax(p)) if T == 0 else int(rng.choice(len(p), p=p))))
+        ids = ids + [draws[-1][1]]
+    return draws, ids
+
+
+@pytest.mark.parametrize("seed, temperatures", [(0, [1.0] * 4), (1, [1.0] * 4), (18, [1.0, 0.333, 2.0, 1.0]),
+                                                (3, [2.0, 0.0, 3.0, 1.5])])
+def test_each_click_draws_from_the_seeds_generator_at_the_temperature_set_then(seed, temperatures):
+    draws, end = reference_draws(PROMPT, temperatures, seed)
+    root, step, reset = stepper(temperature=temperatures[0], seed=seed)
     for _ in range(2):                                       # and the same again after reset
-        root, step, reset = stepper(temperature=1.0, seed=seed)
-        for want in expected:
+        for T, (p, nxt) in zip(temperatures, draws):
+            control(root, "FloatText", "temperature").value = T
             step.click()
-            assert np.allclose(shown(root.chart), want["p"])
-            assert f"which had p = {tw.fmt(want['p'][want['next']])}" in text(root.children[4])
-        assert root.state.ids == expected[-1]["ids"] + [expected[-1]["next"]]
+            assert root.state.ids[-1] == nxt
+            assert np.allclose(shown(root.chart), p)
+            assert f"which had p = {tw.fmt(p[nxt])}" in text(root.children[4])
+        assert root.state.ids == end
+        assert step.disabled == (end[-1] == tm.EOT or len(end) == tm.N_CTX)
+        control(root, "FloatText", "temperature").value = temperatures[0]
         reset.click()
         assert root.state.ids == tm.encode(PROMPT)
-        assert np.allclose(shown(root.chart), next_p(tm.encode(PROMPT), 1.0))
+        assert np.allclose(shown(root.chart), next_p(tm.encode(PROMPT), temperatures[0]))
         assert not step.disabled
 
 

@@ -285,6 +285,30 @@ def test_generate_draws_from_softmax_of_z_over_t(temperature):
         assert np.allclose(step["p"], [a / sum(e) for a in e], atol=1e-12)
 
 
+@pytest.mark.parametrize("seed, temperatures", [(18, [1.0, 0.333, 2.0, 1.0]), (5, [2.0, 0.0, 3.0, 0.5]),
+                                                (0, [1.0, 1.0, 1.0, 1.0])])
+def test_generate_goes_on_drawing_from_a_generator_it_is_given(seed, temperatures):
+    """One step at a time (max_new=1) with one Generator, as the stepper asks, the temperature
+    changed between steps: each step's p and draw are those of a loop written here
+    (softmax of z / T, rng.choice, no draw at T = 0)."""
+    rng, ids = np.random.default_rng(seed), tm.encode("the")
+    mine, want = np.random.default_rng(seed), []
+    for T in temperatures:
+        z = tm.forward(ids)[-1]
+        e = np.exp((z - z.max()) / T) if T else (z == z.max()).astype(float)
+        p = e / e.sum()
+        want.append((list(ids), p, int(np.argmax(p)) if T == 0 else int(rng.choice(12, p=p))))
+        ids = ids + [want[-1][2]]
+    ids = tm.encode("the")
+    for T, (context, p, nxt) in zip(temperatures, want, strict=True):
+        (step,) = tm.generate(ids, T, seed=mine, max_new=1)
+        assert step["ids"] == context and step["next"] == nxt
+        np.testing.assert_allclose(step["p"], p, rtol=0, atol=1e-12)
+        ids = ids + [nxt]
+    if temperatures == [1.0] * 4:                  # one call with the seed writes the same text
+        assert [s["next"] for s in tm.generate("the", 1.0, seed=seed)][:4] == [w[2] for w in want]
+
+
 def test_generate_uses_the_weights_and_heads_it_is_given():
     rng = np.random.default_rng(5)
     params = random_params(rng, vocab=12, n_ctx=8, d=8, n_layer=2)

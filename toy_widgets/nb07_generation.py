@@ -377,7 +377,7 @@ def generation_stepper(prompt="the cat climbed the", temperature=1.0, seed=0):
         "drawn", (0, 0), xytext=(0, 18), textcoords="offset points", ha="center", fontsize=9,
         color=VERMILION, arrowprops={"arrowstyle": "->", "color": VERMILION}, visible=False)
     live_artists(chart.fig, [*chart.bars, chart.ax.title, marker])
-    state = WidgetState(ids=[], start=0, rng=None, done=False, T=None, seed=None, p=np.zeros(n))
+    state = WidgetState(ids=[], start=0, rng=None, done=False, T=None, seed=None)
 
     def read_temperature():
         T = t_box.value
@@ -397,10 +397,9 @@ def generation_stepper(prompt="the cat climbed the", temperature=1.0, seed=0):
         """The chart shows the distribution the next token will be drawn from."""
         if state.done:
             return
-        state.p = next_token_probs(forward(state.ids)[-1], state.T)
         marker.set_visible(False)
-        chart.show(state.p, title="the distribution the next token will be drawn from "
-                                  f"(T = {plain(state.T)})")
+        chart.show(next_token_probs(forward(state.ids)[-1], state.T),
+                   title=f"the distribution the next token will be drawn from (T = {plain(state.T)})")
 
     def finish_if_done(drawn):
         ids = state.ids
@@ -439,12 +438,14 @@ def generation_stepper(prompt="the cat climbed the", temperature=1.0, seed=0):
         T, s = read_temperature(), _whole_seed(seed_box.value)
         if ids != state.ids[:state.start] or s != state.seed:
             reset()                                 # a box changed without Enter
-        elif T != state.T:
-            on_temperature()
+        state.T = T
         if state.done:
             return
-        p = state.p
-        nxt = int(np.argmax(p)) if state.T == 0 else sample(p, state.rng)
+        # One step of tm.generate's loop, at the temperature set now, drawing from the
+        # Generator seeded at reset: clicked through at one temperature, the text is the one
+        # tm.generate(prompt, T, seed=seed) writes.
+        (drawn,) = _model.generate(state.ids, state.T, seed=state.rng, max_new=1)
+        p, nxt = drawn["p"], drawn["next"]
         state.ids.append(nxt)
         k = len(state.ids) - state.start
         marker.xy = (nxt, p[nxt])
@@ -455,8 +456,7 @@ def generation_stepper(prompt="the cat climbed the", temperature=1.0, seed=0):
                                            f"(T = {plain(state.T)})")
         show_text(new=nxt)
         status.value = f"Step {k}: drew <b>{html.escape(token_name(nxt))}</b>, which had p = {fmt(p[nxt])}."
-        if not finish_if_done(drawn=True):
-            state.p = next_token_probs(forward(state.ids)[-1], state.T)   # drawn from next
+        finish_if_done(drawn=True)
 
     def on_temperature(_=None):
         state.T = read_temperature()
