@@ -24,17 +24,17 @@ VOCAB_SIZE = 12          # the toy's; every check takes the size of the model at
 # the model computes with, or raises ValueError with one sentence: what was wrong, and
 # what is allowed.
 
-def _short(text, limit=24):
+def short_text(text, limit=24):
     """A piece of the learner's text for a message: ␣ for spaces, cut if long."""
     text = str(text).replace(" ", "␣")
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _is_number(x):
+def is_number(x):
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
 
 
-def _shown(x):
+def shown_value(x):
     """A learner's value in a message: short, on one line."""
     if isinstance(x, np.ndarray):
         return f"an array of shape {x.shape}"
@@ -42,20 +42,20 @@ def _shown(x):
     return text if len(text) <= 40 and "\n" not in text else f"a {type(x).__name__}"
 
 
-def _count(n, what, low=1, high=None):
+def as_count(n, what, low=1, high=None):
     """A whole number of at least `low` (an int, not 2.5, True or "3"), at most `high`."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < low \
             or high is not None and n > high:
         upto = f" to {high}" if high is not None else " or more"
-        raise ValueError(f"{what} must be a whole number, {low}{upto}, not {_shown(n)}.")
+        raise ValueError(f"{what} must be a whole number, {low}{upto}, not {shown_value(n)}.")
     return int(n)
 
 
 def as_path(path, who, what="file"):
     """A file's or folder's path (text or a Path) that the file system can hold."""
     if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)) or str(path) == "":
-        raise ValueError(f"{who} takes a {what}'s path, such as 'gpt2', not {_shown(path)}."
-                         if what == "folder" else f"{who} takes a {what}'s path, not {_shown(path)}.")
+        raise ValueError(f"{who} takes a {what}'s path, such as 'gpt2', not {shown_value(path)}."
+                         if what == "folder" else f"{who} takes a {what}'s path, not {shown_value(path)}.")
     try:
         os.fsencode(path)
     except UnicodeError:
@@ -63,13 +63,13 @@ def as_path(path, who, what="file"):
     return Path(path)
 
 
-def _flag(value, what):
+def as_flag(value, what):
     if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{what} must be True or False, not {_shown(value)}.")
+        raise ValueError(f"{what} must be True or False, not {shown_value(value)}.")
     return bool(value)
 
 
-def _as_floats(x, who):
+def as_floats(x, who):
     """x as an array of real numbers (lists welcome; float32 stays float32, other floats
     become float64)."""
     try:
@@ -97,11 +97,11 @@ def as_numbers(x, who, min_dims=0, last=None):
     given, `last` numbers in each row (its last axis); or one sentence. The model's own
     read-only weights were checked when frozen: only their shape is looked at."""
     trusted = is_frozen(x)
-    arr = x if trusted else _as_floats(x, who)
+    arr = x if trusted else as_floats(x, who)
     if arr.ndim < min_dims or arr.size == 0:
         need = ("a number or an array of numbers", "a row of numbers",
                 "rows of numbers (an array with 2 axes)")[min(min_dims, 2)]
-        raise ValueError(f"{who} takes {need}, not {_shown(x)}.")
+        raise ValueError(f"{who} takes {need}, not {shown_value(x)}.")
     if last is not None and arr.shape[-1] != last:
         raise ValueError(f"{who} needs {last} numbers in each row, not an array of shape {arr.shape}.")
     largest = _LARGEST[arr.dtype]
@@ -115,19 +115,19 @@ def as_layer(layer, who, keys=("w", "b")):
     """A layer's dict of weights, such as {"w": ..., "b": ...}, or one sentence."""
     if not isinstance(layer, dict) or set(layer) != set(keys):
         raise ValueError(f"{who} takes a layer's weights, a dict with the keys "
-                         f"{' and '.join(keys)} (as in tm.PARAMS), not {_shown(layer)}.")
+                         f"{' and '.join(keys)} (as in tm.PARAMS), not {shown_value(layer)}.")
     return layer
 
 
-def _as_logits(z, who, axis=-1):
+def as_logits(z, who, axis=-1):
     """Logits a softmax can take: real numbers, at least one per row, no NaN, no +infinity,
     and not a whole row of -infinity."""
-    z = _as_floats(z, who)
+    z = as_floats(z, who)
     if z.size == 0 or z.ndim == 0:
         raise ValueError(f"{who} takes at least one logit (one number per token), not {z.shape}.")
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool) or not -z.ndim <= axis < z.ndim:
         raise ValueError(f"{who}'s axis must name one of the {z.ndim} axes of the logits "
-                         f"(-1: along each row), not {_shown(axis)}.")
+                         f"(-1: along each row), not {shown_value(axis)}.")
     largest = 1e300 if z.dtype == np.float64 else 1e38
     if not np.all((np.abs(z) <= largest) | (z == -np.inf)):
         raise ValueError(f"Logits must be finite numbers (NaN, +infinity or a size beyond "
@@ -153,7 +153,7 @@ def as_ids(ids, who, vocab_size=VOCAB_SIZE):
     bad = [i for i in items if isinstance(i, bool) or not isinstance(i, (int, np.integer))]
     if bad:                                         # the first that is not a whole number
         raise ValueError(f"{who} takes token ids, which are whole numbers from 0 to "
-                         f"{vocab_size - 1}; got {_short(str(bad[0]))!r} among them.")
+                         f"{vocab_size - 1}; got {short_text(str(bad[0]))!r} among them.")
     ids = [int(i) for i in items]
     bad = [i for i in ids if not 0 <= i < vocab_size]
     if bad:
@@ -188,7 +188,7 @@ def check_cache(cache, params, attention_on=True):
     """A KV cache as forward fills it (empty, or one dict of keys and values per block);
     returns how many positions it holds: its keys' length along the positions axis."""
     if not isinstance(cache, (list, type(None))):
-        raise ValueError(f"{CACHE}, not {_shown(cache)}.")
+        raise ValueError(f"{CACHE}, not {shown_value(cache)}.")
     if cache is not None and not attention_on:
         raise ValueError("With attention off there are no keys and values to keep: run forward "
                          "without a cache (cache=None).")
@@ -233,11 +233,11 @@ def check_n_head(n_head, d):
     if isinstance(n_head, bool) or not isinstance(n_head, (int, np.integer)) or not 0 < n_head <= d \
             or d % n_head:
         raise ValueError(f"n_head must be a whole number that divides d = {d} (each head gets "
-                         f"d / n_head dimensions), not {_shown(n_head)}.")
+                         f"d / n_head dimensions), not {shown_value(n_head)}.")
     return int(n_head)
 
 
-def _at(tree, name):
+def weight_at(tree, name):
     """The leaf at a dotted path, or None when the tree has no such leaf."""
     for key in name.split("."):
         if isinstance(tree, dict) and key in tree:
@@ -257,7 +257,7 @@ def _layout(tree):
     return f"an array of shape {np.shape(tree)}" if isinstance(tree, np.ndarray) else type(tree).__name__
 
 
-def _mismatch(path, first, other):
+def mismatch_sentence(path, first, other):
     """The sentence for two trees of weights (weights and gradients, say) of different layouts."""
     where = ".".join(map(str, path)) or "the top"
     return (f"The trees of weights differ at {where}: one has {_layout(first)}, the other "
@@ -291,13 +291,13 @@ def check_params(params, n_head, tied=False):
         raise ValueError("params['blocks'] must be a list of at least one block.")
     V, d = _shape(params["wte"]) if len(_shape(params["wte"])) == 2 else (0, 0)
     sizes = {"d": d, "3d": 3 * d, "V": V, "n": (_shape(params["wpe"]) or (0,))[0],
-             "m": (_shape(_at(blocks[0], "mlp.c_fc.w")) or (0,))[-1]}
+             "m": (_shape(weight_at(blocks[0], "mlp.c_fc.w")) or (0,))[-1]}
     want = {"wte": "V d", "wpe": "n d", "ln_f.g": "d", "ln_f.b": "d",
             **({"w_u": "d V"} if "w_u" in params and not tied else {}),
             **{f"blocks.{i}.{name}": dims for i in range(len(blocks))
                for name, dims in BLOCK_SHAPES.items()}}
     for name, dims in want.items():
-        w, shape = _at(params, name), tuple(sizes[s] for s in dims.split())
+        w, shape = weight_at(params, name), tuple(sizes[s] for s in dims.split())
         if w is None:
             raise ValueError(f"params has no weight {name!r}: it must have GPT-2's layout "
                              "(as tm.PARAMS or tm.copy_params()).")
@@ -308,24 +308,25 @@ def check_params(params, n_head, tied=False):
     if isinstance(params, ReadOnlyDict):
         if len(_CHECKED) > 16:
             _CHECKED.clear()
-        leaves = [_at(params, name) for name in want]
+        leaves = [weight_at(params, name) for name in want]
         _CHECKED[id(params)] = (params, tied, d, [(w, w.shape, w.dtype) for w in leaves])
     return check_n_head(n_head, d)
 
 
 def check_sampling(temperature=1.0, top_k=None, top_p=None):
     """The settings of next_token_probs, or one sentence saying which is wrong and what is allowed."""
-    if not _is_number(temperature) or not np.isfinite(temperature) or temperature < 0:
-        raise ValueError(f"Temperature must be 0 (greedy) or a positive number, not {_shown(temperature)}.")
-    if top_k is not None and not (_is_number(top_k) and float(top_k).is_integer() and top_k >= 1):
-        raise ValueError(f"top-k must be a whole number of at least 1, not {_shown(top_k)}.")
-    if top_p is not None and not (_is_number(top_p) and 0 < top_p <= 1):
-        raise ValueError(f"top-p must be above 0 and at most 1, not {_shown(top_p)}.")
+    if not is_number(temperature) or not np.isfinite(temperature) or temperature < 0:
+        raise ValueError("Temperature must be 0 (greedy) or a positive number, "
+                         f"not {shown_value(temperature)}.")
+    if top_k is not None and not (is_number(top_k) and float(top_k).is_integer() and top_k >= 1):
+        raise ValueError(f"top-k must be a whole number of at least 1, not {shown_value(top_k)}.")
+    if top_p is not None and not (is_number(top_p) and 0 < top_p <= 1):
+        raise ValueError(f"top-p must be above 0 and at most 1, not {shown_value(top_p)}.")
 
 
 def check_seed(seed):
     if not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and 0 <= seed < 2**63):
-        raise ValueError(f"The seed must be a whole number from 0 to 2**63 - 1, not {_shown(seed)}.")
+        raise ValueError(f"The seed must be a whole number from 0 to 2**63 - 1, not {shown_value(seed)}.")
     return int(seed)
 
 
@@ -333,7 +334,7 @@ def check_distribution(p, who):
     """One probability distribution: non-negative numbers that add up to 1 (float32's
     rounding allowed)."""
     try:
-        p = _as_floats(p, who).astype(float)
+        p = as_floats(p, who).astype(float)
     except ValueError:
         p = np.asarray([np.nan])
     if p.ndim != 1 or p.size == 0 or np.any(~(p >= 0)) or not np.isclose(p.sum(), 1, atol=1e-5):
@@ -464,7 +465,7 @@ def check_layer_norm(x, g, b, eps=1e-5):
     x = as_numbers(x, "layer_norm", min_dims=1)
     g, b = (as_numbers(w, "layer_norm's g and b") for w in (g, b))   # one number: a float, weak
     g, b = (w if w.ndim else float(w) for w in (g, b))                 # (float32 x stays float32)
-    if {np.shape(g), np.shape(b)} - {(), x.shape[-1:]} or not (_is_number(eps) and 0 < eps < 1):
+    if {np.shape(g), np.shape(b)} - {(), x.shape[-1:]} or not (is_number(eps) and 0 < eps < 1):
         raise ValueError(f"layer_norm takes x with rows of d numbers, g and b of d numbers each "
                          f"(or one), and a small eps > 0; got x {x.shape}, g {np.shape(g)}, "
                          f"b {np.shape(b)}.")
@@ -476,11 +477,11 @@ def check_gelu(x):
 
 
 def check_softmax(z, axis=-1):
-    return (_as_logits(z, "softmax", axis), axis), {}
+    return (as_logits(z, "softmax", axis), axis), {}
 
 
 def check_log_softmax(z):
-    return (_as_logits(z, "log_softmax"),), {}
+    return (as_logits(z, "log_softmax"),), {}
 
 
 def check_linear(x, w, b):
@@ -493,7 +494,7 @@ def check_linear(x, w, b):
 
 def check_embed(ids, wte, wpe, start=0):
     wte, wpe = as_numbers(wte, "embed", min_dims=2), as_numbers(wpe, "embed", min_dims=2)
-    start = _count(start, "embed's start", low=0)
+    start = as_count(start, "embed's start", low=0)
     batch = isinstance(ids, np.ndarray) and ids.ndim == 2          # [B, n], for training
     ids = np.asarray(ids if batch else as_ids(ids, "embed", len(wte)))
     if wte.ndim != 2 or wpe.ndim != 2 or wte.shape[1] != wpe.shape[1] or ids.dtype.kind not in "iu" \
@@ -504,19 +505,19 @@ def check_embed(ids, wte, wpe, start=0):
 
 
 def check_causal_mask(n):
-    return (_count(n, "causal_mask", high=2**13),), {}       # an n x n table: 64 MB at most
+    return (as_count(n, "causal_mask", high=2**13),), {}       # an n x n table: 64 MB at most
 
 
 def _dict_or_none(value, what):
     if isinstance(value, (dict, type(None))):
         return value
-    raise ValueError(f"{what} must be a dict (or None), not {_shown(value)}.")
+    raise ValueError(f"{what} must be a dict (or None), not {shown_value(value)}.")
 
 
 def check_attention(q, k, v, mask=True, trace=None):
     q, k, v = (as_numbers(a, "attention", min_dims=2) for a in (q, k, v))
     if q.shape[-1] != k.shape[-1] or k.shape[:-1] != v.shape[:-1] or q.shape[:-2] != k.shape[:-2] \
-            or _flag(mask, "mask") and q.shape[-2] > k.shape[-2]:
+            or as_flag(mask, "mask") and q.shape[-2] > k.shape[-2]:
         raise ValueError(f"attention takes q [m, d_head], k [n, d_head] and v [n, d_v] (m <= n "
                          f"with the mask); got q {q.shape}, k {k.shape}, v {v.shape}.")
     return (q, k, v, bool(mask), _dict_or_none(trace, "attention's trace")), {}
@@ -531,7 +532,7 @@ def check_multi_head(x, c_attn, c_proj, n_head, mask=True, trace=None, cache=Non
     d = c_attn["w"].shape[1] // 3                   # the width of q, k and v (GPT-2: x's)
     c_proj = _linear_layer(c_proj, "multi_head's c_proj", d)
     n_head = check_n_head(n_head, d)
-    _flag(mask, "mask"), _dict_or_none(trace, "multi_head's trace"), _dict_or_none(cache, "its cache")
+    as_flag(mask, "mask"), _dict_or_none(trace, "multi_head's trace"), _dict_or_none(cache, "its cache")
     if cache and not (isinstance(cache.get("k"), np.ndarray) and isinstance(cache.get("v"), np.ndarray)
                       and cache["k"].shape == cache["v"].shape and cache["k"].shape[:-2] == x.shape[:-2]
                       and cache["k"].shape[-1] == d):
@@ -550,7 +551,7 @@ def check_mlp(x, c_fc, c_proj, trace=None):
 def check_block(x, blk, n_head, attention_on=True, mlp_on=True, mask=True, trace=None, cache=None):
     if not isinstance(blk, dict) or set(blk) != {"ln_1", "attn", "ln_2", "mlp"}:
         raise ValueError(f"block takes one block's weights, a dict with ln_1, attn, ln_2 and mlp "
-                         f"(as params['blocks'][0]), not {_shown(blk)}.")
+                         f"(as params['blocks'][0]), not {shown_value(blk)}.")
     x = as_numbers(x, "block", min_dims=2)
     for part, keys in [("ln_1", ("g", "b")), ("attn", ("c_attn", "c_proj")), ("ln_2", ("g", "b")),
                        ("mlp", ("c_fc", "c_proj"))]:
@@ -560,15 +561,15 @@ def check_block(x, blk, n_head, attention_on=True, mlp_on=True, mask=True, trace
     (_, c_attn, c_proj, n_head, mask, trace, cache), _ = check_multi_head(
         x, **blk["attn"], n_head=n_head, mask=mask, trace=trace, cache=cache)
     check_mlp(x, **blk["mlp"])
-    return (x, blk, n_head, _flag(attention_on, "attention_on"), _flag(mlp_on, "mlp_on"), mask,
+    return (x, blk, n_head, as_flag(attention_on, "attention_on"), as_flag(mlp_on, "mlp_on"), mask,
             trace, cache), {}
 
 
 def check_unembed(f, params, tied=False):
     if not isinstance(params, dict) or "wte" not in params:
         raise ValueError(f"unembed takes the weights' dict (with wte, and w_u unless tied), "
-                         f"not {_shown(params)}.")
-    tied = _flag(tied, "tied")
+                         f"not {shown_value(params)}.")
+    tied = as_flag(tied, "tied")
     w_u = params["wte"].T if tied or "w_u" not in params else params["w_u"]
     f, w_u = as_numbers(f, "unembed", min_dims=1), as_numbers(w_u, "unembed")
     if w_u.ndim != 2 or w_u.shape[0] != f.shape[-1]:

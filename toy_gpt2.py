@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import regex
 
-from toy_checks import ReadOnlyDict, _at, _count, as_ids, as_path, check_params, check_seed, frozen
+from toy_checks import ReadOnlyDict, weight_at, as_count, as_ids, as_path, check_params, check_seed, frozen
 from toy_model import N_HEAD, PARAMS, VOCAB, freeze, generate, show, walk, weight_name
 
 # toy_model's functions run GPT-2 small (12 blocks, 12 heads, d = 768, 50,257 tokens) as
@@ -299,7 +299,7 @@ def train_bpe(words, n_merges, ties="first"):
     if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) for w in words):
         raise ValueError("train_bpe takes a list of words (strings), such as "
                          "[tg.byte_chars(w) for w in tg.pre_split(text)].")
-    n_merges = _count(n_merges, "n_merges", low=0)
+    n_merges = as_count(n_merges, "n_merges", low=0)
     if ties not in ("first", "ids"):
         raise ValueError(f"ties is 'first' or 'ids', not {ties!r}.")
     counts = Counter(tuple(w) for w in words if w)  # each distinct word, its pieces, its count
@@ -514,7 +514,7 @@ def save_gpt2(folder, params=PARAMS, n_head=N_HEAD, overwrite=False):
         "bos_token_id": int(vocab_size) - 1, "eos_token_id": int(vocab_size) - 1,  # last id
     }
     tensors = {"wte.weight": params["wte"], "wpe.weight": params["wpe"]}
-    tensors.update((name, _at(params, weight_name(path)))
+    tensors.update((name, weight_at(params, weight_name(path)))
                    for name, path in _layers(len(params["blocks"])))
     tensors = {f"transformer.{name}": w for name, w in tensors.items()}
     if not tied:
@@ -616,7 +616,7 @@ def gpt2_small_shapes(seed=0, n_layer=12, d=768, vocab=50257, n_ctx=1024):
     2^20 random numbers (normal, spread 0.02) is repeated to fill one buffer, and every
     weight is a view into it: the values do not matter for what is measured."""
     seed = check_seed(seed)
-    n_layer, d, vocab, n_ctx = (_count(n, what) for n, what in
+    n_layer, d, vocab, n_ctx = (as_count(n, what) for n, what in
                                 ((n_layer, "n_layer"), (d, "d"), (vocab, "vocab"), (n_ctx, "n_ctx")))
     shapes = _shapes(n_layer, d, 4 * d, vocab, n_ctx)
     total = sum(int(np.prod(s)) for s in shapes.values())
@@ -685,7 +685,7 @@ def tokenizers_merges(text, n_merges):
     _text(text, "tokenizers_merges")
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    if _count(n_merges, "n_merges", low=0) > 1_000_000:
+    if as_count(n_merges, "n_merges", low=0) > 1_000_000:
         raise ValueError(f"n_merges is at most 1,000,000 here (GPT-2 has 50,000), not {n_merges}.")
     trainer = trainers.BpeTrainer(vocab_size=256 + n_merges,
                                   show_progress=False,

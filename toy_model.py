@@ -36,8 +36,8 @@ import re
 
 import numpy as np
 
-from toy_checks import (ReadOnlyDict, ReadOnlyList, _as_floats, _at, _as_logits, _count, _flag,
-                        _is_number, _mismatch, _short, _shown, as_ids, as_numbers, check_attention,
+from toy_checks import (ReadOnlyDict, ReadOnlyList, as_floats, weight_at, as_logits, as_count, as_flag,
+                        is_number, mismatch_sentence, short_text, shown_value, as_ids, as_numbers, check_attention,
                         check_block, check_cache, check_cache_batch, check_causal_mask,
                         check_distribution, check_embed, check_gelu, check_ids, check_layer_norm,
                         check_linear, check_log_softmax, check_mlp, check_multi_head, check_params,
@@ -86,9 +86,9 @@ def encode(text):
         while rest:
             match = max((t for t in VOCAB[:EOT] if rest.startswith(t)), key=len, default=None)
             if match is None:
-                where = "" if rest == piece else f" (in {_short(piece)!r})"
+                where = "" if rest == piece else f" (in {short_text(piece)!r})"
                 raise ValueError(
-                    f"The toy vocabulary has no token for {_short(rest)!r}{where}. "
+                    f"The toy vocabulary has no token for {short_text(rest)!r}{where}. "
                     f"It knows only: {', '.join(repr(t) if t == '.' else show(t) for t in VOCAB)}; "
                     "lower case, one space between words, '.' straight after a word.")
             ids.append(VOCAB.index(match))
@@ -164,7 +164,7 @@ _w_u = np.array([
 ])
 
 
-def _ln_params(d):
+def ln_params(d):
     return {"g": np.ones(d), "b": np.zeros(d)}
 
 
@@ -177,18 +177,18 @@ def walk(fn, *trees, path=(), kinds=(dict, list)):
     types `kinds` (read-only ones for the model's own weights)."""
     if not path and (not callable(fn) or not trees):
         raise ValueError(f"walk and tree_map take a function to apply to each weight (such as "
-                         f"np.copy), then the tree(s) of weights, not {_shown(fn)}.")
+                         f"np.copy), then the tree(s) of weights, not {shown_value(fn)}.")
     first = trees[0]
     if isinstance(first, dict):
         for other in trees[1:]:
             if not isinstance(other, dict) or other.keys() != first.keys():
-                raise ValueError(_mismatch(path, first, other))
+                raise ValueError(mismatch_sentence(path, first, other))
         return kinds[0]({key: walk(fn, *(t[key] for t in trees), path=path + (key,), kinds=kinds)
                          for key in first})
     if isinstance(first, list):
         for other in trees[1:]:
             if not isinstance(other, list) or len(other) != len(first):
-                raise ValueError(_mismatch(path, first, other))
+                raise ValueError(mismatch_sentence(path, first, other))
         return kinds[1](walk(fn, *leaves, path=path + (i,), kinds=kinds)
                         for i, leaves in enumerate(zip(*trees)))
     return fn(path, *trees)
@@ -204,7 +204,7 @@ def tree_map(fn, *trees):
 def weight_name(path):
     if not isinstance(path, (tuple, list)) or not all(isinstance(k, (str, int)) for k in path):
         raise ValueError(f"weight_name takes a weight's path, such as ('blocks', 0, 'ln_1', 'g'), "
-                         f"not {_shown(path)}.")
+                         f"not {shown_value(path)}.")
     return ".".join(map(str, path))
 
 
@@ -221,8 +221,8 @@ def get_weight(tree, name):
     _check_tree(tree, "get_weight")
     if not isinstance(name, str):
         raise ValueError(f"get_weight takes a weight's name, such as 'blocks.0.mlp.c_fc.w', "
-                         f"not {_shown(name)}.")
-    leaf = _at(tree, name)
+                         f"not {shown_value(name)}.")
+    leaf = weight_at(tree, name)
     if leaf is None or isinstance(leaf, (dict, list)):      # no such path, or not a leaf
         raise ValueError(f"No weight is named {name!r}; the names are: "
                          f"{', '.join(weight_names(tree))}.")
@@ -255,21 +255,21 @@ def copy_params(params=None):
 def _check_tree(tree, who):
     if not isinstance(tree, (dict, list)):
         raise ValueError(f"{who} takes a tree of weights (a dict such as tm.PARAMS), "
-                         f"not {_shown(tree)}.")
+                         f"not {shown_value(tree)}.")
 
 
 PARAMS = freeze({
     "wte": _wte,                                   # [V, d]     token embeddings
     "wpe": _wpe,                                   # [n_ctx, d] position embeddings
     "blocks": [{
-        "ln_1": _ln_params(4),
+        "ln_1": ln_params(4),
         "attn": {"c_attn": {"w": np.hstack([_W_Q, _W_K, _W_V]), "b": np.zeros(12)},   # [d, 3d]
                  "c_proj": {"w": _W_O, "b": np.zeros(4)}},                           # [d, d]
-        "ln_2": _ln_params(4),
+        "ln_2": ln_params(4),
         "mlp": {"c_fc": {"w": _c_fc, "b": np.zeros(8)},                              # [d, 2d]
                 "c_proj": {"w": _c_proj, "b": np.zeros(4)}},                         # [2d, d]
     }],
-    "ln_f": _ln_params(4),
+    "ln_f": ln_params(4),
     "w_u": _w_u,                                   # [d, V]     the toy's own unembedding
 })
 
@@ -393,11 +393,11 @@ def forward(ids, params=PARAMS, n_head=N_HEAD, attention_on=True, mlp_on=True,
     ids: one text [n], or a batch of texts of one length [B, n] (for training). cache: a
     list (empty at first) that keeps every block's keys and values; with it, ids are the
     tokens that follow those already run, and only their rows are computed (a KV cache)."""
-    n_head = check_params(params, n_head, _flag(tied, "tied"))
+    n_head = check_params(params, n_head, as_flag(tied, "tied"))
     for name, flag in (("attention_on", attention_on), ("mlp_on", mlp_on), ("mask", mask)):
-        _flag(flag, name)
+        as_flag(flag, name)
     if not isinstance(trace, (dict, type(None))):
-        raise ValueError(f"forward's trace must be a dict (or None), not {_shown(trace)}.")
+        raise ValueError(f"forward's trace must be a dict (or None), not {shown_value(trace)}.")
     start = check_cache(cache, params, attention_on)        # positions already in the cache
     ids = check_ids(ids, len(params["wpe"]) - start, len(params["wte"]))
     if cache:
@@ -452,7 +452,7 @@ def cross_entropy(logits, targets):
 
     logits [n, V] for one text, or [B, n, V] for a batch; targets [n] or [B, n], where a
     target of -1 marks a position that is not graded (padding)."""
-    logits = _as_floats(logits, "cross_entropy")
+    logits = as_floats(logits, "cross_entropy")
     if logits.ndim < 2:
         raise ValueError("cross_entropy takes one row of logits per position (n x V), not an array "
                          f"of shape {logits.shape}; for one position use logits[None].")
@@ -479,11 +479,11 @@ def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None):
     keep the smallest set of those whose p adds up to top_p, and renormalise again.
     temperature 0 means greedy: all the probability on the largest logit."""
     check_sampling(temperature, top_k, top_p)
-    z = _as_floats(logits, "next_token_probs")
+    z = as_floats(logits, "next_token_probs")
     if z.ndim != 1 or z.size == 0:
         raise ValueError("next_token_probs takes one row of logits (V numbers), not an array of "
                          f"shape {z.shape}; for the next token use the last row, logits[-1].")
-    z = _as_logits(z, "next_token_probs").astype(float)
+    z = as_logits(z, "next_token_probs").astype(float)
     if temperature == 0:
         p = np.zeros(len(z))
         p[np.argmax(z)] = 1.0
@@ -528,10 +528,10 @@ def generate(prompt, temperature=0.0, top_k=None, top_p=None, seed=0, params=PAR
     check_params(params, n_head)
     ids = encode(prompt) if isinstance(prompt, str) else as_ids(prompt, "generate", len(params["wte"]))
     check_ids(ids, len(params["wpe"]), len(params["wte"]))
-    if not (eot is None or _is_number(eot)) or not isinstance(cache, (bool, np.bool_)):
+    if not (eot is None or is_number(eot)) or not isinstance(cache, (bool, np.bool_)):
         raise ValueError("generate's eot must be a token id (or None) and its cache True or False.")
     check_sampling(temperature, top_k, top_p)
-    max_new = len(params["wpe"]) if max_new is None else _count(max_new, "max_new", low=0)
+    max_new = len(params["wpe"]) if max_new is None else as_count(max_new, "max_new", low=0)
     rng = _rng(seed)
     kv = [] if cache else None
     steps = []

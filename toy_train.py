@@ -8,9 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
-from toy_checks import (BLOCK_SHAPES, _at, _count, _is_number, _short, _shown, as_ids, as_layer,
-                        as_numbers, as_path, check_ids, check_n_head, check_params, check_seed)
-from toy_model import (EOT, N_CTX, N_HEAD, PARAMS, VOCAB, _ln_params, attention, block,
+from toy_checks import (BLOCK_SHAPES, as_count, as_ids, as_layer, as_numbers, as_path, check_ids,
+                        check_n_head, check_params, check_seed, is_number, short_text, shown_value,
+                        weight_at)
+from toy_model import (EOT, N_CTX, N_HEAD, PARAMS, VOCAB, ln_params, attention, block,
                        cross_entropy, decode, encode, forward, get_weight, gelu, layer_norm,
                        mlp, multi_head, replace_weight, softmax, tree_map, walk, weight_name,
                        weight_names)
@@ -65,10 +66,10 @@ def _layer(layer, who, d_in, d_out=None):
 def _block(blk, d, who):
     """A block's weights with consistent shapes for rows of d numbers, or one sentence."""
     _fit(isinstance(blk, dict), who, "blk must be one block's weights (tm.PARAMS['blocks'][0])")
-    m = np.shape(_at(blk, "mlp.c_fc.w") if _at(blk, "mlp.c_fc.w") is not None else ())
+    m = np.shape(weight_at(blk, "mlp.c_fc.w") if weight_at(blk, "mlp.c_fc.w") is not None else ())
     sizes = {"d": d, "3d": 3 * d, "m": m[-1] if len(m) == 2 else 0}
     for name, dims in BLOCK_SHAPES.items():
-        w, want = _at(blk, name), tuple(sizes[k] for k in dims.split())
+        w, want = weight_at(blk, name), tuple(sizes[k] for k in dims.split())
         _fit(w is not None and np.shape(w) == want, who,
              f"the block's {name} must have shape {want}, not {np.shape(w) if w is not None else 'none'}")
         as_numbers(w, f"{who} ({name})", min_dims=1)
@@ -106,7 +107,7 @@ def layer_norm_backward(dout, x, g, eps=1e-5):
     g = as_numbers(g, "layer_norm_backward (g)")
     _fit(g.shape in ((), x.shape[-1:]), "layer_norm_backward", f"g must have one number per "
          f"column of x ({x.shape[-1]}), not shape {g.shape}")
-    _fit(_is_number(eps) and 0 <= eps < np.inf, "layer_norm_backward", f"eps must be a number, 0 or more "
+    _fit(is_number(eps) and 0 <= eps < np.inf, "layer_norm_backward", f"eps must be a number, 0 or more "
          f"(GPT-2's is 1e-5), not {eps!r}")
     std = np.sqrt(x.var(axis=-1, keepdims=True) + eps)
     xhat = (x - x.mean(axis=-1, keepdims=True)) / std
@@ -304,7 +305,7 @@ def finite_difference(ids, targets, name, index, params=PARAMS, n_head=N_HEAD, e
     ids = check_batch(ids, targets)
     w = np.asarray(get_weight(params, name), dtype=float)
     index = _entry(index, w.shape, name)
-    if not (_is_number(eps) and 1e-10 <= eps <= 0.1):
+    if not (is_number(eps) and 1e-10 <= eps <= 0.1):
         raise ValueError(f"eps must be a number from 1e-10 to 0.1, not {eps!r}: smaller, and "
                          "round-off (about 1e-16 / eps) swamps the difference; larger, and the "
                          "curvature (about eps^2) does.")
@@ -329,8 +330,8 @@ def _entry(index, shape, name):
 
 
 def _positive(x, what):
-    if not (_is_number(x) and np.isfinite(x) and x > 0):
-        raise ValueError(f"{what} must be a positive number, such as 0.05, not {_shown(x)}.")
+    if not (is_number(x) and np.isfinite(x) and x > 0):
+        raise ValueError(f"{what} must be a positive number, such as 0.05, not {shown_value(x)}.")
     return float(x)
 
 
@@ -392,8 +393,8 @@ def learning_rate(step, lr, steps, warmup=0, decay=False):
     """The learning rate at `step` (0, 1, ..., steps - 1): a linear warmup from lr / warmup
     to lr over the first `warmup` steps, then lr, or with decay=True a cosine from lr down
     to lr / 10 at the last step (nanoGPT's schedule)."""
-    steps, lr = _count(steps, "steps"), _positive(lr, "The learning rate lr")
-    step, warmup = _count(step, "step", low=0), _count(warmup, "warmup", low=0)
+    steps, lr = as_count(steps, "steps"), _positive(lr, "The learning rate lr")
+    step, warmup = as_count(step, "step", low=0), as_count(warmup, "warmup", low=0)
     _fit(step < steps and (warmup < steps or not warmup) and isinstance(decay, bool),
          "learning_rate", f"step counts from 0 to steps - 1 = {steps - 1}, warmup is shorter "
          f"than the run, and decay is True or False (got step {step}, warmup {warmup})")
@@ -436,8 +437,8 @@ def init_params(seed=0, tied=False, d=4, d_mlp=8, n_layer=1, n_vocab=len(VOCAB),
     into the residual stream (attn.c_proj, mlp.c_proj) from normal(0, std / sqrt(2 n_layer)),
     LayerNorm gains 1, all biases 0. tied: no w_u."""
     seed, std = check_seed(seed), _positive(std, "std")
-    d, d_mlp, n_layer = _count(d, "d", high=8192), _count(d_mlp, "d_mlp", high=65536), _count(n_layer, "n_layer", high=96)
-    n_vocab, n_ctx = _count(n_vocab, "n_vocab", high=2**20), _count(n_ctx, "n_ctx", high=65536)
+    d, d_mlp, n_layer = as_count(d, "d", high=8192), as_count(d_mlp, "d_mlp", high=65536), as_count(n_layer, "n_layer", high=96)
+    n_vocab, n_ctx = as_count(n_vocab, "n_vocab", high=2**20), as_count(n_ctx, "n_ctx", high=65536)
     size = 2 * n_vocab * d + n_ctx * d + n_layer * (4 * d * d + 2 * d * d_mlp)
     if size > 2 * 10**8:
         raise ValueError(f"Those sizes make {size:,} weights; init_params builds at most 200,000,000 "
@@ -448,12 +449,12 @@ def init_params(seed=0, tied=False, d=4, d_mlp=8, n_layer=1, n_vocab=len(VOCAB),
     def lin(d_in, d_out, s=std):
         return {"w": rng.normal(0, s, (d_in, d_out)), "b": np.zeros(d_out)}
     params = {"wte": rng.normal(0, std, (n_vocab, d)), "wpe": rng.normal(0, std, (n_ctx, d)),
-              "blocks": [{"ln_1": _ln_params(d),
+              "blocks": [{"ln_1": ln_params(d),
                           "attn": {"c_attn": lin(d, 3 * d), "c_proj": lin(d, d, residual)},
-                          "ln_2": _ln_params(d),
+                          "ln_2": ln_params(d),
                           "mlp": {"c_fc": lin(d, d_mlp), "c_proj": lin(d_mlp, d, residual)}}
                          for _ in range(n_layer)],
-              "ln_f": _ln_params(d)}
+              "ln_f": ln_params(d)}
     if not tied:
         params["w_u"] = rng.normal(0, std, (d, n_vocab))
     return params
@@ -481,12 +482,12 @@ def check_corpus(corpus):
                          "tt.read_corpus(text) or tt.load_corpus().")
     for seq in corpus:
         if isinstance(seq, str):
-            raise ValueError(f"The corpus holds text ({_short(seq)!r}) where token ids belong: "
+            raise ValueError(f"The corpus holds text ({short_text(seq)!r}) where token ids belong: "
                              "read text with tt.read_corpus(text) or tt.load_corpus().")
         ids = check_ids(seq, N_CTX, len(VOCAB)) if np.ndim(seq) == 1 else None
         if ids is None or len(ids) < 2:
             raise ValueError("Each text of a corpus is a list of at least 2 token ids (one to "
-                             f"read, one to predict), not {_short(seq)!r}.")
+                             f"read, one to predict), not {short_text(seq)!r}.")
     return [list(map(int, seq)) for seq in corpus]
 
 
@@ -582,10 +583,10 @@ def train(corpus, params=None, steps=200, lr=0.05, optimizer="adam", seed=0, tie
     number of steps, from 0 (the loss before training) to steps (history[step] = loss).
     Stops with a ValueError naming the learning rate if the loss diverges."""
     if not isinstance(optimizer, str) or optimizer not in ("adam", "sgd"):
-        raise ValueError(f"optimizer must be 'adam' or 'sgd', not {_shown(optimizer)}.")
-    steps = _count(steps, "steps")
+        raise ValueError(f"optimizer must be 'adam' or 'sgd', not {shown_value(optimizer)}.")
+    steps = as_count(steps, "steps")
     lr = _positive(lr, "The learning rate lr")
-    warmup = _count(warmup, "warmup", low=0)
+    warmup = as_count(warmup, "warmup", low=0)
     if warmup >= steps and warmup:
         raise ValueError(f"warmup ({warmup} steps) must be shorter than the run ({steps} steps).")
     if clip is not None:

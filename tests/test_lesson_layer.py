@@ -31,14 +31,14 @@ def test_a_building_blocks_body_holds_its_maths_and_nothing_else(name):
     raises = [n for n in ast.walk(func) if isinstance(n, ast.Raise)]
     assert not raises, f"{name}'s body raises: its check belongs in its declared check"
     called = {n.func.id for n in ast.walk(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-    in_body = {c for c in called if c.startswith(("check_", "as_", "_as_", "_flag", "_count"))}
+    in_body = {c for c in called if c.startswith(("check_", "as_", "_as_", "as_flag", "as_count"))}
     assert not in_body, f"{name}'s body calls the checks {sorted(in_body)}"
 
 
 def count_checks(monkeypatch):
-    """How many times the checks look at an array of numbers (as_numbers, _as_floats)."""
+    """How many times the checks look at an array of numbers (as_numbers, as_floats)."""
     calls = []
-    for name in ("as_numbers", "_as_floats"):
+    for name in ("as_numbers", "as_floats"):
         real = getattr(toy_checks, name)
         monkeypatch.setattr(toy_checks, name, lambda *a, real=real, **k: calls.append(a) or real(*a, **k))
     return calls

@@ -75,6 +75,7 @@ DIST = either(st.sampled_from([np.full(12, 1 / 12), np.eye(12)[3], np.full(12, 1
 NUMBER = either(st.floats(0, 3), ODD, st.floats())
 COUNT = either(st.integers(0, 9), st.integers(-5, 10**6), st.sampled_from([2.5, 3.0, True, "3", np.int64(3)]))
 SEED = either(st.integers(0, 2**63 - 1), st.integers(-2**70, 2**70), st.sampled_from([1.5, True, "0", None]))
+WHO = st.sampled_from(["steps", "The weight 'wte'"])     # the caller's name for it, never junk
 FLAG = either(st.booleans(), st.sampled_from([0, 1, "no", None, np.bool_(True)]))
 NAME = either(st.sampled_from(["wte", "wpe", "blocks.0.ln_1.g", "ln_f.b", "w_u", "blocks.0.mlp.c_fc.w"]),
               st.sampled_from(["blocks.1.ln_1.g", "wte.0", "", "blocks", "W_U"]))
@@ -143,7 +144,11 @@ A = {
                     st.just(tm.PARAMS), st.booleans()],
     "check_cache_batch": [st.just([{"k": np.zeros((1, 2, 4)), "v": np.zeros((1, 2, 4))}]),
                           st.sampled_from([[1], [1, 2], np.array([[1, 2]]), np.array([[1], [2]])])],
-    "frozen": [ROWS4], "is_frozen": [ROWS4],
+    "frozen": [ROWS4], "is_frozen": [ROWS4], "ln_params": "skip: builds a LayerNorm's weights for code that makes a model; no learner's door",
+    "shown_value": [TEXT], "short_text": [TEXT], "is_number": [NUMBER], "as_count": [COUNT, WHO],
+    "as_flag": [FLAG, WHO], "as_logits": [ROWS12, WHO],
+    **dict.fromkeys(["as_floats", "weight_at", "mismatch_sentence"],
+                    "skip: a step of the checks above, given the values they have already looked at"),
     # toy_train
     "transpose": [ROWS4], "softmax_cross_entropy_backward": [ROWS12, either(st.lists(st.integers(0, 11), min_size=1, max_size=5))],
     "linear_backward": [ROWS4, ROWS4, either(st.just(np.eye(4)))],

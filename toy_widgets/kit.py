@@ -365,10 +365,10 @@ def builder_text(text, who, runnable=True, **settings):
     """A widget builder's arguments, checked before anything is built: its text a string (one
     the toy can run, if runnable: its vocabulary, at most N_CTX tokens), and the settings
     given (temperature, seed) what tm.generate accepts; or one sentence."""
-    from toy_checks import _shown, check_sampling, check_seed
+    from toy_checks import shown_value, check_sampling, check_seed
     from toy_model import check_ids, encode
     if not isinstance(text, str):
-        raise ValueError(f"{who} takes a text such as 'the cat climbed the', not {_shown(text)}.")
+        raise ValueError(f"{who} takes a text such as 'the cat climbed the', not {shown_value(text)}.")
     if runnable:
         check_ids(encode(text))
     if "temperature" in settings:
