@@ -264,9 +264,26 @@ def mismatch_sentence(path, first, other):
             f"{_layout(other)}; both need the same keys and the same number of blocks.")
 
 
+# GPT-2's layout of the weights, written once: each weight's dotted path and its shape in
+# named sizes, d (the width), m (the MLP's width), V (the vocabulary) and n (the context).
+# Making, checking, loading and saving weights all read it from here.
 BLOCK_SHAPES = {"ln_1.g": "d", "ln_1.b": "d", "attn.c_attn.w": "d 3d", "attn.c_attn.b": "3d",
                 "attn.c_proj.w": "d d", "attn.c_proj.b": "d", "ln_2.g": "d", "ln_2.b": "d",
                 "mlp.c_fc.w": "d m", "mlp.c_fc.b": "m", "mlp.c_proj.w": "m d", "mlp.c_proj.b": "d"}
+
+
+def layout(n_layer, tied=True):
+    """Every weight's dotted path -> its shape in named sizes ("V d"), in GPT-2's order;
+    untied models add w_u, the output layer's own [d, V]."""
+    return {"wte": "V d", "wpe": "n d",
+            **{f"blocks.{i}.{name}": dims for i in range(n_layer) for name, dims in BLOCK_SHAPES.items()},
+            "ln_f.g": "d", "ln_f.b": "d", **({} if tied else {"w_u": "d V"})}
+
+
+def layout_shapes(n_layer, d, m, V, n, tied=True):
+    """Every weight's dotted path -> its shape, for these sizes."""
+    sizes = {"d": d, "3d": 3 * d, "m": m, "V": V, "n": n}
+    return {name: tuple(sizes[s] for s in dims.split()) for name, dims in layout(n_layer, tied).items()}
 
 
 _CHECKED = {}          # id -> (read-only tree, tied, d, its weights with their shapes and dtypes)
@@ -290,14 +307,10 @@ def check_params(params, n_head, tied=False):
     if not isinstance(blocks, list) or not blocks:
         raise ValueError("params['blocks'] must be a list of at least one block.")
     V, d = _shape(params["wte"]) if len(_shape(params["wte"])) == 2 else (0, 0)
-    sizes = {"d": d, "3d": 3 * d, "V": V, "n": (_shape(params["wpe"]) or (0,))[0],
-             "m": (_shape(weight_at(blocks[0], "mlp.c_fc.w")) or (0,))[-1]}
-    want = {"wte": "V d", "wpe": "n d", "ln_f.g": "d", "ln_f.b": "d",
-            **({"w_u": "d V"} if "w_u" in params and not tied else {}),
-            **{f"blocks.{i}.{name}": dims for i in range(len(blocks))
-               for name, dims in BLOCK_SHAPES.items()}}
-    for name, dims in want.items():
-        w, shape = weight_at(params, name), tuple(sizes[s] for s in dims.split())
+    want = layout_shapes(len(blocks), d, (_shape(weight_at(blocks[0], "mlp.c_fc.w")) or (0,))[-1],
+                         V, (_shape(params["wpe"]) or (0,))[0], tied=tied or "w_u" not in params)
+    for name, shape in want.items():
+        w = weight_at(params, name)
         if w is None:
             raise ValueError(f"params has no weight {name!r}: it must have GPT-2's layout "
                              "(as tm.PARAMS or tm.copy_params()).")

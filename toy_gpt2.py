@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 import regex
 
-from toy_checks import ReadOnlyDict, weight_at, as_count, as_ids, as_path, check_params, check_seed, frozen
-from toy_model import N_HEAD, PARAMS, VOCAB, freeze, generate, show, walk, weight_name
+from toy_checks import (ReadOnlyDict, as_count, as_ids, as_path, check_params, check_seed, frozen, layout,
+                        layout_shapes, weight_at)
+from toy_model import N_HEAD, PARAMS, VOCAB, freeze, generate, show, tree_from, walk, weight_name
 
 # toy_model's functions run GPT-2 small (12 blocks, 12 heads, d = 768, 50,257 tokens) as
 # they are, once its weights sit in the PARAMS layout and its text is cut into its own
@@ -334,38 +335,22 @@ def train_bpe(words, n_merges, ties="first"):
 # weight is transposed. The buffers attn.bias and attn.masked_bias (a stored causal mask)
 # are not weights and are skipped.
 
-def _layers(n_layer):
-    """(name in the checkpoint, path in PARAMS) for every weight but wte, wpe and lm_head."""
-    pairs = [(f"h.{i}.{part}.{kind}", ("blocks", i, *part.split("."), key))
-             for i in range(n_layer)
-             for part in ("ln_1", "attn.c_attn", "attn.c_proj", "ln_2", "mlp.c_fc", "mlp.c_proj")
-             for kind, key in (("weight", "g" if part.startswith("ln") else "w"), ("bias", "b"))]
-    return pairs + [("ln_f.weight", ("ln_f", "g")), ("ln_f.bias", ("ln_f", "b"))]
+def checkpoint_name(name):
+    """A weight's name in PARAMS -> its name in a GPT-2 checkpoint (without "transformer."):
+    wte -> wte.weight, blocks.0.ln_1.g -> h.0.ln_1.weight, blocks.0.mlp.c_fc.b -> h.0.mlp.c_fc.bias."""
+    *where, key = name.replace("blocks.", "h.", 1).split(".")
+    return ".".join(where + ["bias" if key == "b" else "weight"]) if where else f"{key}.weight"
 
 
 def _params_tree(n_layer, weight):
-    """PARAMS' layout filled with weight(name in the checkpoint) for every weight."""
-    params = {"wte": weight("wte.weight"), "wpe": weight("wpe.weight"), "ln_f": {},
-              "blocks": [{"ln_1": {}, "attn": {"c_attn": {}, "c_proj": {}}, "ln_2": {},
-                          "mlp": {"c_fc": {}, "c_proj": {}}} for _ in range(n_layer)]}
-    for name, (*where, key) in _layers(n_layer):
-        node = params
-        for step in where:
-            node = node[step]
-        node[key] = weight(name)
-    return params
+    """PARAMS' layout (tied) filled with weight(name in the checkpoint) for every weight."""
+    return tree_from({name: weight(checkpoint_name(name)) for name in layout(n_layer)})
 
 
 def _shapes(n_layer, d, m, vocab, n_ctx):
-    """Every weight's shape in a checkpoint of these sizes (m: the MLP's width)."""
-    per_part = {"ln_1": [d], "ln_2": [d], "ln_f": [d], "attn.c_attn": [d, 3 * d],
-                "attn.c_proj": [d, d], "mlp.c_fc": [d, m], "mlp.c_proj": [m, d]}
-    shapes = {"wte.weight": (vocab, d), "wpe.weight": (n_ctx, d)}
-    for name, _ in _layers(n_layer):
-        part = name.split(".", 2)[-1].rsplit(".", 1)[0] if name.startswith("h.") else "ln_f"
-        full = per_part[part]
-        shapes[name] = tuple(full if name.endswith("weight") else full[-1:])
-    return shapes
+    """Every weight's shape in a checkpoint of these sizes (m: the MLP's width), by its name there."""
+    shapes = layout_shapes(n_layer, d, m, vocab, n_ctx)
+    return {checkpoint_name(name): shape for name, shape in shapes.items()}
 
 
 def _read_json(path):
@@ -513,10 +498,8 @@ def save_gpt2(folder, params=PARAMS, n_head=N_HEAD, overwrite=False):
         "tie_word_embeddings": bool(tied),
         "bos_token_id": int(vocab_size) - 1, "eos_token_id": int(vocab_size) - 1,  # last id
     }
-    tensors = {"wte.weight": params["wte"], "wpe.weight": params["wpe"]}
-    tensors.update((name, weight_at(params, weight_name(path)))
-                   for name, path in _layers(len(params["blocks"])))
-    tensors = {f"transformer.{name}": w for name, w in tensors.items()}
+    tensors = {f"transformer.{checkpoint_name(name)}": weight_at(params, name)
+               for name in layout(len(params["blocks"]))}
     if not tied:
         tensors["lm_head.weight"] = np.transpose(params["w_u"])              # [V, d]
     data = save({name: np.ascontiguousarray(w, dtype=np.float32) for name, w in tensors.items()},
@@ -636,7 +619,7 @@ def gpt2_small_shapes(seed=0, n_layer=12, d=768, vocab=50257, n_ctx=1024):
         size = int(np.prod(shape))
         views[name] = buffer[start:start + size].reshape(shape)
         start += size
-    gains = {n for n, (*_, key) in _layers(n_layer) if key == "g"}        # near 1
+    gains = {checkpoint_name(n) for n in layout(n_layer) if n.endswith(".g")}        # near 1
     return _read_only(_params_tree(n_layer, lambda n: views[n] + 1 if n in gains else views[n]))
 
 

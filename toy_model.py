@@ -36,13 +36,13 @@ import re
 
 import numpy as np
 
-from toy_checks import (ReadOnlyDict, ReadOnlyList, as_floats, weight_at, as_logits, as_count, as_flag,
-                        is_number, mismatch_sentence, short_text, shown_value, as_ids, as_numbers, check_attention,
-                        check_block, check_cache, check_cache_batch, check_causal_mask,
-                        check_distribution, check_embed, check_gelu, check_ids, check_layer_norm,
-                        check_linear, check_log_softmax, check_mlp, check_multi_head, check_params,
-                        check_sampling, check_seed, check_softmax, check_targets, check_unembed,
-                        checked, checked_inside, frozen)
+from toy_checks import (ReadOnlyDict, ReadOnlyList, as_count, as_flag, as_floats, as_ids, as_logits,
+                        as_numbers, check_attention, check_block, check_cache, check_cache_batch,
+                        check_causal_mask, check_distribution, check_embed, check_gelu, check_ids,
+                        check_layer_norm, check_linear, check_log_softmax, check_mlp,
+                        check_multi_head, check_params, check_sampling, check_seed, check_softmax,
+                        check_targets, check_unembed, checked, checked_inside, frozen, is_number,
+                        mismatch_sentence, short_text, shown_value, weight_at)
 
 # --- 1. Tokens ---------------------------------------------------------------
 
@@ -164,7 +164,7 @@ _w_u = np.array([
 ])
 
 
-def ln_params(d):
+def _ln_params(d):
     return {"g": np.ones(d), "b": np.zeros(d)}
 
 
@@ -229,6 +229,26 @@ def get_weight(tree, name):
     return leaf
 
 
+def tree_from(named):
+    """The tree of weights from {dotted name: array} ("wte", "blocks.0.ln_1.g", ...):
+    a dict at each name, a list where the keys are the blocks' numbers 0, 1, ..."""
+    tree = {}
+    for name, leaf in named.items():
+        *where, last = name.split(".")
+        node = tree
+        for key in where:
+            node = node.setdefault(key, {})
+        node[last] = leaf
+
+    def lists(node):
+        if not isinstance(node, dict):
+            return node
+        node = {key: lists(value) for key, value in node.items()}
+        return [node[str(i)] for i in range(len(node))] if set(node) == set(map(str, range(len(node)))) \
+            else node
+    return lists(tree)
+
+
 def replace_weight(tree, name, value):
     """A new tree with the array at `name` replaced; the old tree is left as it was."""
     old = np.shape(get_weight(tree, name))
@@ -262,14 +282,14 @@ PARAMS = freeze({
     "wte": _wte,                                   # [V, d]     token embeddings
     "wpe": _wpe,                                   # [n_ctx, d] position embeddings
     "blocks": [{
-        "ln_1": ln_params(4),
+        "ln_1": _ln_params(4),
         "attn": {"c_attn": {"w": np.hstack([_W_Q, _W_K, _W_V]), "b": np.zeros(12)},   # [d, 3d]
                  "c_proj": {"w": _W_O, "b": np.zeros(4)}},                           # [d, d]
-        "ln_2": ln_params(4),
+        "ln_2": _ln_params(4),
         "mlp": {"c_fc": {"w": _c_fc, "b": np.zeros(8)},                              # [d, 2d]
                 "c_proj": {"w": _c_proj, "b": np.zeros(4)}},                         # [2d, d]
     }],
-    "ln_f": ln_params(4),
+    "ln_f": _ln_params(4),
     "w_u": _w_u,                                   # [d, V]     the toy's own unembedding
 })
 

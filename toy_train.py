@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 
 from toy_checks import (BLOCK_SHAPES, as_count, as_ids, as_layer, as_numbers, as_path, check_ids,
-                        check_n_head, check_params, check_seed, is_number, short_text, shown_value,
-                        weight_at)
-from toy_model import (EOT, N_CTX, N_HEAD, PARAMS, VOCAB, ln_params, attention, block,
+                        check_n_head, check_params, check_seed, is_number, layout_shapes, short_text,
+                        shown_value, weight_at)
+from toy_model import (EOT, N_CTX, N_HEAD, PARAMS, VOCAB, attention, block,
                        cross_entropy, decode, encode, forward, get_weight, gelu, layer_norm,
-                       mlp, multi_head, replace_weight, softmax, tree_map, walk, weight_name,
+                       mlp, multi_head, replace_weight, softmax, tree_from, tree_map, walk, weight_name,
                        weight_names)
 
 # Training moves every weight a little in the direction that lowers the loss of toy_model's
@@ -439,25 +439,21 @@ def init_params(seed=0, tied=False, d=4, d_mlp=8, n_layer=1, n_vocab=len(VOCAB),
     seed, std = check_seed(seed), _positive(std, "std")
     d, d_mlp, n_layer = as_count(d, "d", high=8192), as_count(d_mlp, "d_mlp", high=65536), as_count(n_layer, "n_layer", high=96)
     n_vocab, n_ctx = as_count(n_vocab, "n_vocab", high=2**20), as_count(n_ctx, "n_ctx", high=65536)
-    size = 2 * n_vocab * d + n_ctx * d + n_layer * (4 * d * d + 2 * d * d_mlp)
+    shapes = layout_shapes(n_layer, d, d_mlp, n_vocab, n_ctx, tied)
+    size = sum(int(np.prod(shape)) for shape in shapes.values())
     if size > 2 * 10**8:
         raise ValueError(f"Those sizes make {size:,} weights; init_params builds at most 200,000,000 "
                          "(GPT-2 small has 124,439,808).")
     rng = np.random.default_rng(seed)
     residual = std / np.sqrt(2 * n_layer)        # each block adds two branches to the stream
 
-    def lin(d_in, d_out, s=std):
-        return {"w": rng.normal(0, s, (d_in, d_out)), "b": np.zeros(d_out)}
-    params = {"wte": rng.normal(0, std, (n_vocab, d)), "wpe": rng.normal(0, std, (n_ctx, d)),
-              "blocks": [{"ln_1": ln_params(d),
-                          "attn": {"c_attn": lin(d, 3 * d), "c_proj": lin(d, d, residual)},
-                          "ln_2": ln_params(d),
-                          "mlp": {"c_fc": lin(d, d_mlp), "c_proj": lin(d_mlp, d, residual)}}
-                         for _ in range(n_layer)],
-              "ln_f": ln_params(d)}
-    if not tied:
-        params["w_u"] = rng.normal(0, std, (d, n_vocab))
-    return params
+    def draw(name, shape):                       # in the layout's order, so a seed is one model
+        if name.endswith(".g"):
+            return np.ones(shape)                # LayerNorm's gains
+        if name.endswith(".b"):
+            return np.zeros(shape)               # every bias
+        return rng.normal(0, residual if name.endswith("c_proj.w") else std, shape)
+    return tree_from({name: draw(name, shape) for name, shape in shapes.items()})
 
 
 def read_corpus(text, n_ctx=N_CTX):

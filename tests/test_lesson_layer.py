@@ -103,3 +103,42 @@ def test_a_loaded_checkpoint_is_read_only_and_checked_once(tmp_path, monkeypatch
     calls = count_checks(monkeypatch)
     tm.forward([1, 2, 3], lab["params"], lab["n_head"])
     assert calls == []
+
+
+# --- One layout of the weights --------------------------------------------------------------
+
+# GPT-2's checkpoint names for one block, as Hugging Face's GPT2Model names them (written
+# out here, not derived from the course's layout).
+HF_BLOCK = ["ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight",
+            "attn.c_proj.bias", "ln_2.weight", "ln_2.bias", "mlp.c_fc.weight", "mlp.c_fc.bias",
+            "mlp.c_proj.weight", "mlp.c_proj.bias"]
+
+
+def leaves(tree):
+    return {name: np.shape(tm.get_weight(tree, name)) for name in tm.weight_names(tree)}
+
+
+def test_every_maker_of_weights_builds_the_one_layout():
+    """The toy, init_params (tied or not, 1-3 blocks), gpt2_small_shapes and a loaded
+    checkpoint have exactly the weights layout() lists, with layout_shapes()'s shapes."""
+    toy = tm.PARAMS
+    assert leaves(toy) == toy_checks.layout_shapes(1, 4, 8, 12, 8, tied=False)
+    for n_layer in (1, 2, 3):
+        for tied in (False, True):
+            made = tt.init_params(1, tied=tied, d=8, d_mlp=16, n_layer=n_layer, n_vocab=12, n_ctx=6)
+            assert leaves(made) == toy_checks.layout_shapes(n_layer, 8, 16, 12, 6, tied=tied)
+    small = tg.gpt2_small_shapes(n_layer=2, d=16, vocab=50, n_ctx=8)
+    assert set(leaves(small)) - {"w_u"} == set(toy_checks.layout(2))      # w_u: wte^T, a view
+
+
+def test_checkpoint_names_are_hugging_faces():
+    names = [tg.checkpoint_name(name) for name in toy_checks.layout(2)]
+    assert names == ["wte.weight", "wpe.weight", *(f"h.{i}.{n}" for i in range(2) for n in HF_BLOCK),
+                     "ln_f.weight", "ln_f.bias"]
+
+
+def test_tree_from_inverts_the_names():
+    tree = tt.init_params(2, n_layer=3)
+    rebuilt = tm.tree_from({name: tm.get_weight(tree, name) for name in tm.weight_names(tree)})
+    assert type(rebuilt["blocks"]) is list and len(rebuilt["blocks"]) == 3
+    assert tm.weight_names(rebuilt) == tm.weight_names(tree)

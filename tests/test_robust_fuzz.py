@@ -144,7 +144,10 @@ A = {
                     st.just(tm.PARAMS), st.booleans()],
     "check_cache_batch": [st.just([{"k": np.zeros((1, 2, 4)), "v": np.zeros((1, 2, 4))}]),
                           st.sampled_from([[1], [1, 2], np.array([[1, 2]]), np.array([[1], [2]])])],
-    "frozen": [ROWS4], "is_frozen": [ROWS4], "ln_params": "skip: builds a LayerNorm's weights for code that makes a model; no learner's door",
+    "frozen": [ROWS4], "is_frozen": [ROWS4],
+    **dict.fromkeys(["tree_from", "layout", "layout_shapes", "checkpoint_name"],
+                    "skip: builds the weights' layout for code that makes, loads or saves a model, "
+                    "from sizes and names it has checked"),
     "shown_value": [TEXT], "short_text": [TEXT], "is_number": [NUMBER], "as_count": [COUNT, WHO],
     "as_flag": [FLAG, WHO], "as_logits": [ROWS12, WHO],
     **dict.fromkeys(["as_floats", "weight_at", "mismatch_sentence"],
