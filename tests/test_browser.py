@@ -221,7 +221,7 @@ INTERACTIONS: dict[str, list[Interaction]] = {
         Interaction("generate-steps", click("reset"), TEXT_CHANGES,
                     ("Seed 18: press next token", f"(1 of {tm.N_CTX} tokens)")),
         Interaction("generate-steps", type_text("abc", nth=2), expect=TEXT_CHANGES,
-                    contains="The seed must be"),
+                    contains="is not a number: type the seed as a whole number"),
     ],
 }
 

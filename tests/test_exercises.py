@@ -195,17 +195,17 @@ def test_counts_want_whole_numbers_and_read_thousands():
 
 
 def test_typed_numbers_are_read_as_written():
-    assert tw.parse_number("7,000") == 7000.0
-    assert tw.parse_number("−1.5") == -1.5
-    assert tw.parse_number("5/3") == pytest.approx(5 / 3)
-    assert tw.parse_number(" 1/12 ") == pytest.approx(1 / 12)
-    assert tw.parse_number("12,345.5") == 12345.5
-    assert tw.parse_number("1e-3") == 0.001
+    assert tw.typed_number("7,000") == 7000.0
+    assert tw.typed_number("−1.5") == -1.5
+    assert tw.typed_number("5/3") == pytest.approx(5 / 3)
+    assert tw.typed_number(" 1/12 ") == pytest.approx(1 / 12)
+    assert tw.typed_number("12,345.5") == 12345.5
+    assert tw.typed_number("1e-3") == 0.001
     for bad, sentence in [("7,00", "use a point for decimals"), ("0,811", "use a point for decimals"),
                           ("1/0", "divides by 0"), ("nan", "is not a number"), ("1e999", "too large"),
                           ("x" * 200_000, "is not a number")]:
         with pytest.raises(ValueError, match=sentence) as err:
-            tw.parse_number(bad)
+            tw.typed_number(bad)
         assert len(str(err.value)) < 200
 
 
@@ -232,7 +232,7 @@ def test_the_fraction_example_is_no_exercise_s_answer():
     """The note under a question that takes a fraction names an example, never an answer."""
     example = re.search(r"a fraction such as (\d+/\d+)", tw.exercises._precision(
         {"kind": "number", "decimals": 3, "fractions": True})).group(1)
-    value = tw.parse_number(example)
+    value = tw.typed_number(example)
     for key in kind("number"):
         assert tw.fmt(facts(key)["answer"]) != tw.fmt(value), key
 

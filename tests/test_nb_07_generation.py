@@ -225,8 +225,8 @@ def test_a_full_context_stops_the_button():
     ("prompt", "the cat climbed the roof. the cat climbed the", "The prompt has 12 tokens but the context holds at most 8"),
     ("temperature", -1.0, "Temperature must be 0 (greedy) or a positive number"),
     ("temperature", float("nan"), "Temperature must be 0 (greedy) or a positive number"),
-    ("seed", "1.5", "The seed must be a whole number of 0 or more"),
-    ("seed", "-2", "The seed must be a whole number of 0 or more"),
+    ("seed", "1.5", "'1.5' is not a whole number: type the seed as a whole number, such as 7."),
+    ("seed", "-2", "The seed must be a whole number from 0 to 2**63 - 1, not -2."),
 ])
 def test_stepper_bad_input_gets_one_sentence(name, value, sentence):
     root, step, _ = stepper()

@@ -319,12 +319,15 @@ def test_the_steppers_seed_box_takes_the_seeds_generate_takes():
     import ipywidgets as widgets
     root = tw.generation_stepper(TEXT)
     box = next(w for w in walk(root) if isinstance(w, widgets.Text) and w.description == "seed")
-    for bad in (str(2**63), "1" * 5000, "-1", "1.5"):
+    area = root.children[-3]                                  # the message area
+    for bad, sentence in [(str(2**63), f"The seed must be a whole number from 0 to 2**63 - 1, not {2**63}."),
+                          ("-1", "The seed must be a whole number from 0 to 2**63 - 1, not -1."),
+                          ("1" * 5000, "'111111111111111111111...' is too large: type an ordinary finite number."),
+                          ("1.5", "'1.5' is not a whole number: type the seed as a whole number, such as 7.")]:
         box.value = bad
-        shown = [text(w) for w in walk(root) if isinstance(w, widgets.HTML) and "seed must be" in text(w)]
-        assert shown and "below 2**63" in shown[0], bad
-    box.value = str(2**63 - 1)
-    assert not [w for w in walk(root) if isinstance(w, widgets.HTML) and "seed must be" in text(w)]
+        assert text(area) == sentence, bad
+    box.value = str(2**63 - 1)                                # exact: not rounded through a float
+    assert text(area) == "" and root.state.seed == 2**63 - 1
 
 
 def test_the_temperature_explorer_writes_tiny_and_huge_temperatures_readably():
@@ -343,6 +346,41 @@ def test_the_temperature_explorer_writes_tiny_and_huge_temperatures_readably():
 def test_a_typed_logit_is_read_in_decimal_notation_only():
     from toy_widgets.kit import typed_number
     assert typed_number("-2.5", "logit") == -2.5 and typed_number("1e2", "logit") == 100
-    for typed in ("1_0", "0x1f", "1,5", "one"):
+    for typed in ("1_0", "0x1f", "one", "nan", "inf"):       # float() would read the first two
         with pytest.raises(ValueError, match="is not a number"):
             typed_number(typed, "logit")
+
+
+# Every box a number is typed into reads it with one parser, so the same bad text gets the
+# same sentence in each; {as} is where a widget names its number ("the logit as ").
+TYPED_SENTENCES = [
+    ("abc", "'abc' is not a number: type {as}a decimal number such as 0.25, or a fraction such as 3/4."),
+    ("nan", "'nan' is not a number: type {as}a decimal number such as 0.25, or a fraction such as 3/4."),
+    ("1_0", "'1_0' is not a number: type {as}a decimal number such as 0.25, or a fraction such as 3/4."),
+    ("0,811", "'0,811': use a point for decimals (0.811) and commas only between groups of three digits (7,000)."),
+    ("7,00", "'7,00': use a point for decimals (0.811) and commas only between groups of three digits (7,000)."),
+    ("1/0", "'1/0' divides by 0: a fraction needs a denominator other than 0."),
+]
+
+
+@pytest.mark.parametrize("typed, sentence", TYPED_SENTENCES, ids=[t for t, _ in TYPED_SENTENCES])
+def test_the_same_bad_number_gets_the_same_sentence_in_every_box(typed, sentence):
+    from widget_tools import text, walk
+    import ipywidgets as widgets
+    assert tw.exercise("06.3").try_answer(typed) == sentence.format(**{"as": ""})
+    for build, what in ((tw.logit_playground, "logit"), (tw.logit_shift, "constant c")):
+        root = build()
+        box = next(w for w in walk(root) if type(w) is widgets.Text and "type" in w.placeholder)
+        box.value = typed
+        said = [text(w) for w in walk(root) if isinstance(w, widgets.HTML) and text(w).startswith(f"'{typed}'")]
+        assert said == [sentence.format(**{"as": f"the {what} as "})], build.__name__
+
+
+def test_a_whole_number_is_read_exactly_and_a_count_box_wants_one():
+    from toy_widgets.kit import typed_number
+    assert typed_number("9223372036854775807", whole=True) == 2**63 - 1    # not rounded by a float
+    assert [typed_number(t, whole=True) for t in ("15.0", "1e3", "1,500", "10/2")] == [15, 1000, 1500, 5]
+    assert tw.exercise("04.1").try_answer("abc") == "'abc' is not a number: type a whole number, such as 7."
+    assert tw.exercise("04.1").try_answer("7.5") == "'7.5' is not a whole number: type a whole number, such as 7."
+
+

@@ -1,8 +1,8 @@
 """The course's plots, widgets and exercises (matplotlib, ipywidgets), one module per notebook.
 
     draw.py        colours, number formats, tables, figures
-    kit.py         the widget kit: panels, state, the feedback guard, live charts (ipympl)
-    exercises.py   the exercise engine: registry, typed numbers, the checker box
+    kit.py         the widget kit: panels, state, the feedback guard, typed numbers, live charts (ipympl)
+    exercises.py   the exercise engine: registry, checkers, the checker box
     nb01_tokens.py ... nb07_generation.py, lab08_training.py, lab09_gpt2.py
                    each notebook's widgets and exercises together
 
@@ -27,7 +27,7 @@ from .kit import (COURSE_CSS, BarChart, Panel, StyleRule, WidgetState, builder_t
                   stored_picture, typed_number)  # noqa: F401
 from .exercises import (CLOSE_UNITS, EXERCISES, NOT_DONE, ExerciseBox, answer_choice, answer_code, answer_number,
                         choice_exercise, code_exercise, count_exercise, exercise,
-                        number_exercise, parse_number, worked_answer_html)  # noqa: F401
+                        number_exercise, worked_answer_html)  # noqa: F401
 from .nb01_tokens import (token_chips, tokenizer_widget)  # noqa: F401
 from .nb02_embeddings import (embedding_scatter, embedding_scatter_plot, grouped_labels,
                               label_levels, x_rings)  # noqa: F401

@@ -475,21 +475,47 @@ def plain(x):
     return np.format_float_positional(x, precision=6, trim="-")
 
 
-def typed_number(text, what, low=-1000.0, high=1000.0):
-    """A number typed in a widget's box -> float, or one sentence saying what is allowed."""
-    cleaned = str(text).strip().replace("−", "-")
-    try:                                # decimal notation only: float() would also read "1_0"
-        if not re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?|[-+]?(nan|inf|infinity)", cleaned, re.I):
-            raise ValueError
-        value = float(cleaned)
-    except ValueError:
-        raise ValueError(f"{cleaned[:20]!r} is not a number: type the {what} as a decimal "
-                         "number, such as 2.5.") from None
-    if not np.isfinite(value):
-        raise ValueError(f"The {what} must be an ordinary finite number (not NaN or infinity).")
-    if not low <= value <= high:
-        raise ValueError(f"{cleaned[:20]} is too large for the {what} here: type a number "
-                         f"between {plain(low)} and {plain(high)}.")
+def typed_number(text, what=None, low=None, high=None, whole=False):
+    """A number a learner typed -> float (an int if whole), or a ValueError with one sentence
+    saying what is expected. The course's one reader of typed numbers: every exercise's
+    answer box and every widget's number box.
+
+    Reads "0.811", "-1.5" or "−1.5", "1e-3", a simple fraction ("5/3", "1/12") and commas
+    between groups of three digits ("7,000" is 7000). Any other comma is an error ("0,811":
+    use a point for decimals), never a silent misreading; so are "nan", "inf", "1_0" and
+    "0x1f", which Python's float() would read. what names the number in the sentences
+    ("logit"); low and high bound it; whole asks for a whole number ("15.0" and "1e3" are
+    ones), and reads a string of digits exactly, however long (a seed up to 2**63 - 1)."""
+    s = str(text).strip().replace("−", "-").replace("–", "-")
+    shown = repr(s if len(s) <= 24 else s[:21] + "...")
+    as_what = f"the {what} as " if what else ""
+    kind = "a whole number, such as 7" if whole else "a decimal number such as 0.25, or a fraction such as 3/4"
+    if not s:
+        raise ValueError("Type a number first.")
+    fraction = re.fullmatch(r"([-+]?\d+(?:\.\d+)?)\s*/\s*([-+]?\d+(?:\.\d+)?)", s)
+    if fraction:
+        top, bottom = (float(x) for x in fraction.groups())
+        if bottom == 0:
+            raise ValueError(f"{shown} divides by 0: a fraction needs a denominator other than 0.")
+        value = top / bottom
+    else:
+        if "," in s:
+            if not re.fullmatch(r"[-+]?[1-9]\d{0,2}(,\d{3})+(\.\d+)?", s):
+                raise ValueError(f"{shown}: use a point for decimals (0.811) and commas only "
+                                 "between groups of three digits (7,000).")
+            s = s.replace(",", "")
+        if not re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?", s, re.I):
+            raise ValueError(f"{shown} is not a number: type {as_what}{kind}.")
+        value = int(s) if whole and re.fullmatch(r"[-+]?\d{1,4000}", s) else float(s)
+    if low is not None and not low <= value <= high:
+        raise ValueError(f"{shown} is out of range: type {as_what}a number between {plain(low)} "
+                         f"and {plain(high)}.")
+    if isinstance(value, float) and not np.isfinite(value):
+        raise ValueError(f"{shown} is too large: type an ordinary finite number.")
+    if whole and isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError(f"{shown} is not a whole number: type {as_what}{kind}.")
+        value = int(value)
     return value
 
 

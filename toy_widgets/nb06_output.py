@@ -293,7 +293,7 @@ def logit_playground(text="the cat climbed the"):
 
     def on_typed(text):
         if text.strip():
-            value = typed_number(text, "logit")
+            value = typed_number(text, "logit", low=-1000, high=1000)
             if value != float(fmt(state.z[state.token])):   # typed back as shown (2.491): keep
                 set_logit(value)                            # the exact logit (2.4907...)
             update()
@@ -360,7 +360,7 @@ def logit_shift(text="the cat climbed the"):
 
     def on_typed(text):
         if text.strip():
-            apply(typed_number(text, "constant c"))
+            apply(typed_number(text, "constant c", low=-1000, high=1000))
 
     on_change(slider, area, state, on_slider)
     on_enter(typed, area, state, on_typed)

@@ -1,17 +1,17 @@
 """Notebook 07, Generation: its exercises, the temperature explorer and the generation stepper.
 """
 import html
-import re
 
 import ipywidgets as widgets
 import numpy as np
 
 import toy_model as _model
+from toy_checks import check_seed
 from toy_model import (EOT, N_CTX, VOCAB, check_ids, encode, entropy, forward, next_token_probs,
                        sample)
 
 from .draw import GREY, MONOSPACE, ORANGE, TOKENS, VERMILION, fmt, token_name
-from .kit import builder_text
+from .kit import builder_text, typed_number
 from .kit import (BarChart, WidgetState, guarded, live_artists, live_chart, message_area, on_change,
                   panel, plain, slider_move)
 from .exercises import _TEXT, choice_exercise, code_exercise, count_exercise, number_exercise
@@ -245,15 +245,6 @@ code_exercise(
     return new''')
 
 
-def _whole_seed(text):
-    """The seed a learner typed -> a whole number >= 0, or one sentence saying what is allowed."""
-    text = str(text).strip()
-    if not re.fullmatch(r"\d+", text) or len(text) > 19 or int(text) >= 2**63:    # as tm.generate
-        raise ValueError(f"The seed must be a whole number of 0 or more, below 2**63 (such as 0, 1 or 42), "
-                         f"not {text[:20]!r}.")
-    return int(text)
-
-
 def temperature_explorer(prompt="the cat climbed the"):
     """w-temperature: the last row's p under a temperature, a top-k and a top-p, live.
 
@@ -384,6 +375,9 @@ def generation_stepper(prompt="the cat climbed the", temperature=1.0, seed=0):
         next_token_probs(np.zeros(2), T)            # a bad T raises its sentence
         return T
 
+    def read_seed():                                # a whole number, as tm.generate takes it
+        return check_seed(typed_number(seed_box.value, "seed", whole=True))
+
     def show_text(new=None):
         parts = [html.escape(VOCAB[i]) for i in state.ids]
         if new is not None:
@@ -421,7 +415,7 @@ def generation_stepper(prompt="the cat climbed the", temperature=1.0, seed=0):
 
     def reset(_=None):
         ids = check_ids(encode(prompt_box.value))
-        T, s = read_temperature(), _whole_seed(seed_box.value)
+        T, s = read_temperature(), read_seed()
         state.ids, state.start, state.done = list(ids), len(ids), False
         state.T, state.seed, state.rng = T, s, np.random.default_rng(s)
         step_button.description, step_button.disabled = "next token", False
@@ -435,7 +429,7 @@ def generation_stepper(prompt="the cat climbed the", temperature=1.0, seed=0):
 
     def step(_=None):
         ids = check_ids(encode(prompt_box.value))   # every box is read: a bad one says so
-        T, s = read_temperature(), _whole_seed(seed_box.value)
+        T, s = read_temperature(), read_seed()
         if ids != state.ids[:state.start] or s != state.seed:
             reset()                                 # a box changed without Enter
         state.T = T
