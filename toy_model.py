@@ -65,6 +65,14 @@ def show(token):
     return token.replace(" ", "␣")
 
 
+def token_name(token):
+    """A token as the course names it in a sentence, a title or a label: show's form (␣the),
+    and the "." token in quotes, '.', so that it does not read as the sentence's own full
+    stop. Takes the token's text, its shown form or its id."""
+    name = show(token)
+    return "'.'" if name == "." else name
+
+
 def encode(text):
     """Text -> token ids, the way GPT-2 splits text (its rules, our tiny vocabulary).
 
@@ -89,7 +97,7 @@ def encode(text):
                 where = "" if rest == piece else f" (in {short_text(piece)!r})"
                 raise ValueError(
                     f"The toy vocabulary has no token for {short_text(rest)!r}{where}. "
-                    f"It knows only: {', '.join(repr(t) if t == '.' else show(t) for t in VOCAB)}; "
+                    f"It knows only: {', '.join(token_name(t) for t in VOCAB)}; "
                     "lower case, one space between words, '.' straight after a word.")
             ids.append(VOCAB.index(match))
             rest = rest[len(match):]
@@ -308,9 +316,9 @@ def layer_norm(x, g, b, eps=1e-5):
 
 @checked(check_gelu)
 def gelu(x):
-    """GPT-2's GELU (the tanh form): like ReLU, but smooth, and slightly negative below 0."""
-    t = np.clip(x, -10, 10)                         # tanh is ±1 beyond: no cube to overflow
-    return 0.5 * x * (1 + np.tanh((2 / np.pi) ** 0.5 * (t + 0.044715 * t * t * t)))
+    """GPT-2's GELU (the tanh form): like ReLU, but smooth, and slightly negative below 0.
+    x * x * x is x³, written so because numpy's x ** 3 takes six times as long."""
+    return 0.5 * x * (1 + np.tanh((2 / np.pi) ** 0.5 * (x + 0.044715 * x * x * x)))
 
 
 @checked(check_softmax)
