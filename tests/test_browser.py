@@ -57,7 +57,7 @@ from browser_visit import (
     notebook_path,
     visit_notebook,
 )
-from widget_tools import nats, summary
+from widget_tools import nats, open_weights_by_hand, summary
 
 # --- What the widgets must show, from the model (numbers formatted as the course does)
 
@@ -84,8 +84,8 @@ def query_line(i, head=0):
 
 def leak_line(heads):
     """The largest weight on future tokens with the mask off, over the heads shown."""
-    weights = tm.run(PROMPT, mask=False)["heads"]
-    leak, h, i = max((np.triu(weights[h]["weights"], k=1).sum(axis=1)[i], h, i)
+    weights = open_weights_by_hand(PROMPT)                # written out in the test, not forward's
+    leak, h, i = max((np.triu(weights[h], k=1).sum(axis=1)[i], h, i)
                      for h in heads for i in range(len(RUN["tokens"])))
     return (f"With the mask off, row {i + 1} ({RUN['tokens'][i]}) puts {fmt(leak)} of its "
             f"weight on future tokens (head {h + 1}).")

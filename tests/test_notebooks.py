@@ -70,7 +70,7 @@ CLAIMS = {
     "04_mask_and_heads": [
         ("`␣the` gains {} on d2", "tm.run()['attn'][4, 1]"),
         ("puts {} on `␣cat`", "tm.run()['heads'][1]['weights'][2, 1]"),
-        ("row 1 keeps only {} of its weight", "tm.run(mask=False)['heads'][0]['weights'][0, 0]"),
+        ("row 1 keeps only {} of its weight", "open_weights_by_hand()[0][0, 0]"),
         ("follows the louder question, {} on", "tm.softmax(np.where(tm.causal_mask(5), "
          "tm.run()['q'] @ tm.run()['k'].T / 2, -np.inf))[4, 2]"),
     ],
@@ -97,7 +97,9 @@ def claimed_value(expression):
     import toy_model as tm
     import toy_widgets as tw
     targets = tm.encode("the cat climbed the roof")[1:]
-    return tw.fmt(eval(expression, {"np": np, "tm": tm, "tw": tw, "TARGETS": targets}))
+    from widget_tools import open_weights_by_hand
+    return tw.fmt(eval(expression, {"np": np, "tm": tm, "tw": tw, "TARGETS": targets,
+                                    "open_weights_by_hand": open_weights_by_hand}))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
