@@ -155,7 +155,11 @@ def attention_backward(dout, q, k, v, mask=True, weights=None):
 
     A masked probability is exactly 0, but the loss still has a slope with respect to it
     (dA = dout v^T is not 0 there). What is exactly 0 is the gradient of its *score*:
-    softmax's backward multiplies by p = 0. So nothing reaches a later position's q or k."""
+    softmax's backward multiplies by p = 0. So dq_i collects only from the keys that row i
+    may see (j <= i), while key j and value j collect from every later query that sees
+    them: dk_j = sum over i >= j of ds_ij q_i / sqrt(d_head), dv_j = sum over i >= j of
+    A_ij dout_i. The mask keeps a later token out of an earlier row's output; backwards,
+    a later row's gradient does reach an earlier position, through its key and value."""
     dout, q, k, v = (as_numbers(a, f"attention_backward ({name})", min_dims=2)
                      for name, a in zip(["dout", "q", "k", "v"], [dout, q, k, v]))
     _fit(k.shape == v.shape and q.shape[:-2] == k.shape[:-2] and q.shape[-1] == k.shape[-1]
@@ -300,8 +304,10 @@ def check_batch(ids, targets):
 def finite_difference(ids, targets, name, index, params=PARAMS, n_head=N_HEAD, eps=1e-5):
     """d loss / d (one weight), measured rather than derived: nudge the entry `index` of
     the weight `name` by +eps and by -eps, and divide the change of the loss by 2 eps.
-    A check on loss_and_grads. Its error is about eps^2 (the curvature) plus about
-    1e-16 / eps (round-off in the two losses), smallest near eps = 1e-5."""
+    A check on loss_and_grads. The curvature cancels between the two sides; what is left
+    is eps^2 / 6 times the loss's third derivative, plus round-off in the two losses, about
+    1e-16 * |loss| / eps. Both are near 1e-11 at eps = 1e-5, about where their sum is
+    smallest (the best eps is near the cube root of 1e-16)."""
     ids = check_batch(ids, targets)
     w = np.asarray(get_weight(params, name), dtype=float)
     index = _entry(index, w.shape, name)
@@ -568,7 +574,8 @@ def corpus_loss(corpus, params=PARAMS, n_head=N_HEAD):
 
 
 def train(corpus, params=None, steps=200, lr=0.05, optimizer="adam", seed=0, tied=False,
-          n_head=N_HEAD, warmup=0, decay=False, clip=None, callback=None):
+          n_head=N_HEAD, warmup=0, decay=False, clip=None, callback=None, heldout=None,
+          early_stopping=False, record=None):
     """Gradient descent on the corpus's mean loss, every text graded at every step.
     Starts from init_params(seed, tied) unless params are given. Returns (the trained
     params, the loss history: steps + 1 values, before each step and at the end).
@@ -577,7 +584,15 @@ def train(corpus, params=None, steps=200, lr=0.05, optimizer="adam", seed=0, tie
     clip: if given, the gradient is shortened to at most that length (clip_gradients)
     before each step. callback(step, loss), if given, is called with the loss after each
     number of steps, from 0 (the loss before training) to steps (history[step] = loss).
-    Stops with a ValueError naming the learning rate if the loss diverges."""
+    Stops with a ValueError naming the learning rate if the loss diverges.
+
+    heldout: texts never trained on (load_heldout()); their mean loss is measured after
+    every number of steps, as the training loss is. early_stopping=True (with heldout):
+    return the weights of the step whose held-out loss was lowest, not the last ones.
+    record: a dict that train fills, as it goes, with what the run measured besides its
+    history: "heldout" (the held-out losses, steps + 1 values, with heldout), "grad_norm"
+    (the gradient's length before each step, before any clipping), and at the end
+    "best_step" (the step of the lowest held-out loss, with heldout)."""
     if not isinstance(optimizer, str) or optimizer not in ("adam", "sgd"):
         raise ValueError(f"optimizer must be 'adam' or 'sgd', not {shown_value(optimizer)}.")
     steps = as_count(steps, "steps")
@@ -589,9 +604,16 @@ def train(corpus, params=None, steps=200, lr=0.05, optimizer="adam", seed=0, tie
         clip = _positive(clip, "clip (the longest gradient allowed)")
     if not isinstance(decay, bool) or not isinstance(tied, bool):
         raise ValueError("decay and tied are True or False.")
+    if not isinstance(early_stopping, bool) or (early_stopping and heldout is None):
+        raise ValueError("early_stopping is True or False, and needs heldout texts to watch.")
+    if record is not None and not isinstance(record, dict):
+        raise ValueError(f"record must be a dict for train to fill, not {shown_value(record)}.")
     params = init_params(seed, tied) if params is None else params
     ids, targets = corpus_batch(corpus)
-    state, history = None, []
+    held = None if heldout is None else corpus_batch(heldout)
+    state, history, held_history, norms, best = None, [], [], [], (np.inf, 0, params)
+    if record is not None:                                  # filled as the run goes
+        record.update({"grad_norm": norms} | ({"heldout": held_history} if held is not None else {}))
     for step in range(steps + 1):
         with np.errstate(over="ignore", invalid="ignore"):   # divergence is caught below
             try:
@@ -602,10 +624,17 @@ def train(corpus, params=None, steps=200, lr=0.05, optimizer="adam", seed=0, tie
                 loss, grads = np.inf, None                  # the weights overflowed
             history.append(loss)
             _check_diverged(history, grads, lr)
+            if held is not None:
+                held_history.append(cross_entropy(forward(held[0], params, n_head), held[1]))
+                if held_history[-1] < best[0]:
+                    best = (held_history[-1], step, params)
             if callback is not None:
                 callback(step, loss)
             if step == steps:
-                return params, history
+                if record is not None and held is not None:
+                    record["best_step"] = best[1]
+                return (best[2] if early_stopping else params), history
+            norms.append(grad_norm(grads))
             if clip is not None:
                 grads, _ = clip_gradients(grads, clip)
             rate = learning_rate(step, lr, steps, warmup, decay)
@@ -626,3 +655,51 @@ def _check_diverged(history, grads, lr):
                      f"{history[0]:.3f} to {loss:.4g} nats. The learning rate lr = {lr:g} is "
                      "too large for these steps: try a smaller one (a tenth), or clip the "
                      "gradients (clip=1.0).")
+
+
+# --- Chance: is a difference between two sets of runs more than luck? ------------------
+# Two small tools for the seed sweep, written out so that nothing is hidden: Fisher's
+# exact test for counts ("4 of 16 against 11 of 16") and a bootstrap interval for a
+# difference of typical losses.
+
+def fisher_exact(hits_a, n_a, hits_b, n_b):
+    """Fisher's exact test (two-sided) for hits_a of n_a against hits_b of n_b.
+
+    If both sets of runs had the same chance of a hit, the hits_a + hits_b hits would be
+    spread over the n_a + n_b runs at random; the number that lands in the first set then
+    follows the hypergeometric law. The p-value adds up the probability of every split
+    that is no likelier than the one observed: a small p says such a lopsided split is
+    rare if there is no real difference."""
+    from math import comb
+    for k, n in ((hits_a, n_a), (hits_b, n_b)):
+        _fit(isinstance(k, (int, np.integer)) and isinstance(n, (int, np.integer))
+             and 0 <= k <= n and n > 0, "fisher_exact", f"hits and runs are whole numbers with "
+             f"0 <= hits <= runs, not {k!r} of {n!r}")
+    hits, total = hits_a + hits_b, n_a + n_b
+    chance = [comb(n_a, x) * comb(n_b, hits - x) / comb(total, hits)
+              for x in range(max(0, hits - n_b), min(hits, n_a) + 1)]
+    seen = comb(n_a, hits_a) * comb(n_b, hits_b) / comb(total, hits)
+    return float(min(1.0, sum(c for c in chance if c <= seen * (1 + 1e-9))))
+
+
+def bootstrap_interval(a, b, statistic="median", n=10_000, seed=0, level=0.95):
+    """statistic(a) - statistic(b) ("median" or "mean"), with a bootstrap interval: draw
+    each set again, as many values as it has, with replacement, n times, and take the
+    middle `level` of the differences. An interval that does not contain 0 says the
+    difference is larger than what the luck of the seeds would give. Returns
+    (difference, low, high)."""
+    a = as_numbers(a, "bootstrap_interval (a)")
+    b = as_numbers(b, "bootstrap_interval (b)")
+    _fit(a.ndim == b.ndim == 1 and len(a) > 1 and len(b) > 1, "bootstrap_interval",
+         "a and b are lists of at least 2 numbers each")
+    _fit(isinstance(statistic, str) and statistic in ("median", "mean"), "bootstrap_interval",
+         f"statistic is 'median' or 'mean', not {shown_value(statistic)}")
+    n, seed = as_count(n, "n", high=10**6), check_seed(seed)
+    _fit(is_number(level) and 0 < level < 1, "bootstrap_interval",
+         f"level is a share between 0 and 1, such as 0.95, not {shown_value(level)}")
+    stat = np.median if statistic == "median" else np.mean
+    rng = np.random.default_rng(seed)
+    draws = (stat(a[rng.integers(0, len(a), (n, len(a)))], axis=1)
+             - stat(b[rng.integers(0, len(b), (n, len(b)))], axis=1))
+    low, high = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2])
+    return float(stat(a) - stat(b)), float(low), float(high)

@@ -3,12 +3,14 @@ on more seeds than its Run All has time to train.
 
 For each seed, the toy is trained on data/corpus.txt with its own unembedding W_U and with
 tied weights (W_U = wte^T), under four recipes: a constant learning rate, a warmup and
-cosine decay of it, gradient clipping, and both. Each run's loss history (every step) and
-what it predicts after "the cat climbed the" and "the dog climbed the" go to
-data/seed_sweep.json, which notebooks/08_training.ipynb reads and tests/test_training.py
-checks by training a few of the runs again.
+cosine decay of it, gradient clipping, and both. Each run's loss history on the corpus and
+on data/heldout.txt (every step), how many of its steps clipping shortened, and what it
+predicts after "the cat climbed the" and "the dog climbed the" go to data/seed_sweep.json,
+which notebooks/08_training.ipynb reads and tests/test_training.py checks by training a
+few of the runs again. Training is full-batch and deterministic: a seed sets only the
+initial weights, and the same command writes the same file.
 
-    python tools/seed_sweep.py                   # the lab's sweep (a few minutes)
+    python tools/seed_sweep.py                   # the lab's sweep (about 4 minutes)
     python tools/seed_sweep.py --seeds 3 --steps 100 --out /tmp/small.json
 """
 import argparse
@@ -41,10 +43,14 @@ def p_roof(params, text):
 
 def one_run(corpus, seed, tied, recipe, steps):
     """Train one model; what the lab needs of it, rounded as stored."""
+    options, record = RECIPES[recipe](steps), {}
     params, history = tt.train(corpus, steps=steps, lr=LR, seed=seed, tied=tied,
-                               **RECIPES[recipe](steps))
+                               heldout=tt.load_heldout(), record=record, **options)
+    clip = options.get("clip")
     return {"seed": seed, "arm": "tied" if tied else "own W_U", "recipe": recipe,
             "history": [round(float(h), 4) for h in history],
+            "heldout_history": [round(float(h), 4) for h in record["heldout"]],
+            "clipped": 0 if clip is None else sum(n > clip for n in record["grad_norm"]),
             "p_roof_cat": round(p_roof(params, "the cat climbed the"), 4),
             "p_roof_dog": round(p_roof(params, "the dog climbed the"), 4),
             "heldout": round(tt.corpus_loss(tt.load_heldout(), params), 4)}

@@ -1,0 +1,147 @@
+"""Lab 08's held-out measurement and its measures of chance: the held-out file holds only
+sentences the corpus lacks, train() measures the held-out loss step by step and can stop
+early, and Fisher's exact test and the bootstrap interval give what is computed here in
+another way (enumeration, a hand-written hypergeometric law, known cases)."""
+import itertools
+import re
+from math import exp, lgamma
+
+import numpy as np
+import pytest
+
+import toy_model as tm
+import toy_train as tt
+
+
+# --- The held-out file --------------------------------------------------------------------
+
+def pairs(corpus):
+    """(subject, place) of every 'the X climbed the Y.' of a corpus, as text."""
+    found = []
+    for seq in corpus:
+        words = tm.decode(seq).replace("<|endoftext|>", "").rstrip(".").split(" ")
+        if len(words) == 5:
+            found.append((words[1], words[4]))
+    return found
+
+
+def test_no_heldout_sentence_is_a_training_sentence():
+    corpus, heldout = tt.load_corpus(), tt.load_heldout()
+    assert heldout and not any(seq in corpus for seq in heldout)
+
+
+def test_the_heldout_sentences_are_the_corpus_kind_with_every_pair_it_never_shows():
+    trained = pairs(tt.load_corpus())
+    subjects, places = {s for s, _ in trained}, {p for _, p in trained}
+    missing = {(s, p) for s in subjects for p in places} - set(trained)
+    held = pairs(tt.load_heldout())
+    assert len(held) == len(tt.load_heldout()), "every held-out line is 'the X climbed the Y.'"
+    assert missing and set(held) == missing
+
+
+# --- train() with a held-out set ----------------------------------------------------------
+
+def test_the_heldout_curve_is_the_heldout_loss_of_the_weights_at_each_step():
+    corpus, heldout = tt.load_corpus(), tt.load_heldout()
+    record = {}
+    _, history = tt.train(corpus, steps=12, seed=5, heldout=heldout, record=record)
+    assert len(record["heldout"]) == len(history) == 13 and len(record["grad_norm"]) == 12
+    for k in (0, 4, 12):         # a constant rate: a shorter run is the start of a longer one
+        params, _ = tt.train(corpus, steps=k, seed=5) if k else (tt.init_params(5), None)
+        assert record["heldout"][k] == pytest.approx(tt.corpus_loss(heldout, params), abs=1e-12)
+    ids, targets = tt.corpus_batch(corpus)
+    first = _flat(tt.loss_and_grads(ids, targets, tt.init_params(5))[1])
+    assert record["grad_norm"][0] == pytest.approx(np.sqrt((first ** 2).sum()), rel=1e-12)
+
+
+def _flat(tree):
+    out = []
+    tm.walk(lambda path, leaf: out.append(np.ravel(leaf)), tree)
+    return np.concatenate(out)
+
+
+def test_early_stopping_returns_the_weights_of_the_lowest_heldout_loss():
+    corpus, heldout = tt.load_corpus(), tt.load_heldout()
+    record = {}
+    params, history = tt.train(corpus, steps=300, seed=2, clip=1.0, heldout=heldout,
+                               early_stopping=True, record=record)
+    best = int(np.argmin(record["heldout"]))
+    assert record["best_step"] == best and 0 < best < 300 and len(history) == 301
+    assert tt.corpus_loss(heldout, params) == pytest.approx(min(record["heldout"]), abs=1e-12)
+    last, _ = tt.train(corpus, steps=300, seed=2, clip=1.0)
+    assert tt.corpus_loss(heldout, last) == pytest.approx(record["heldout"][-1], abs=1e-12)
+
+
+def test_early_stopping_needs_heldout_texts():
+    with pytest.raises(ValueError, match="needs heldout texts"):
+        tt.train(tt.load_corpus(), steps=2, early_stopping=True)
+
+
+# --- Fisher's exact test -----------------------------------------------------------------
+
+def fisher_by_enumeration(hits_a, n_a, hits_b, n_b):
+    """Every way of choosing which runs hold the hits, counted: the share of them whose
+    split is no likelier than the one seen (likelihood = how many ways give that split)."""
+    total, hits = n_a + n_b, hits_a + hits_b
+    ways = {}
+    for chosen in itertools.combinations(range(total), hits):
+        x = sum(i < n_a for i in chosen)
+        ways[x] = ways.get(x, 0) + 1
+    seen = ways[hits_a]
+    return sum(w for w in ways.values() if w <= seen) / sum(ways.values())
+
+
+def hypergeometric_p(hits_a, n_a, hits_b, n_b):
+    def log_comb(n, k):
+        return lgamma(n + 1) - lgamma(k + 1) - lgamma(n - k + 1)
+    hits = hits_a + hits_b
+    law = {x: exp(log_comb(n_a, x) + log_comb(n_b, hits - x) - log_comb(n_a + n_b, hits))
+           for x in range(max(0, hits - n_b), min(hits, n_a) + 1)}
+    return sum(p for p in law.values() if p <= law[hits_a] * (1 + 1e-7))
+
+
+@pytest.mark.parametrize("case", [(3, 4, 1, 4), (4, 4, 0, 4), (2, 5, 2, 5), (0, 6, 3, 5), (5, 7, 1, 6)])
+def test_fisher_matches_counting_every_split(case):
+    assert tt.fisher_exact(*case) == pytest.approx(fisher_by_enumeration(*case), rel=1e-12)
+
+
+def test_fisher_on_the_tea_tasting_case_and_on_sixteen_seeds():
+    assert tt.fisher_exact(3, 4, 1, 4) == pytest.approx(34 / 70)       # Fisher's lady tasting tea
+    assert tt.fisher_exact(4, 4, 0, 4) == pytest.approx(2 / 70)
+    for case in [(4, 16, 11, 16), (0, 16, 2, 16), (2, 16, 6, 16), (12, 16, 1, 16), (16, 16, 0, 16)]:
+        assert tt.fisher_exact(*case) == pytest.approx(hypergeometric_p(*case), rel=1e-9)
+    assert tt.fisher_exact(7, 16, 7, 16) == 1.0
+
+
+# --- The bootstrap interval ---------------------------------------------------------------
+
+def test_the_bootstrap_interval_holds_the_true_shift_and_zero_for_no_shift():
+    rng = np.random.default_rng(0)
+    b = rng.normal(0.3, 0.05, 16)
+    same = tt.bootstrap_interval(b, b.copy())
+    assert same[0] == 0 and same[1] <= 0 <= same[2]
+    diff, low, high = tt.bootstrap_interval(b + 0.2, b)
+    assert diff == pytest.approx(0.2) and low < 0.2 < high and low > 0.1 and high < 0.3
+
+
+def test_the_bootstrap_interval_is_the_middle_of_the_resampled_differences():
+    """Written out by hand for the mean: resample each set, take the 2.5 and 97.5 % points."""
+    a, b = np.array([0.1, 0.4, 0.2, 0.9, 0.5]), np.array([0.3, 0.2, 0.25, 0.1])
+    got = tt.bootstrap_interval(a, b, statistic="mean", n=4000, seed=3)
+    rng = np.random.default_rng(3)
+    ia, ib = rng.integers(0, 5, (4000, 5)), rng.integers(0, 4, (4000, 4))
+    diffs = a[ia].mean(axis=1) - b[ib].mean(axis=1)
+    assert got == pytest.approx((a.mean() - b.mean(), *np.quantile(diffs, [0.025, 0.975])))
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: tt.fisher_exact(5, 4, 1, 4), "0 <= hits <= runs"),
+    (lambda: tt.fisher_exact(1.5, 4, 1, 4), "whole numbers"),
+    (lambda: tt.bootstrap_interval([1.0], [1.0, 2.0]), "at least 2 numbers"),
+    (lambda: tt.bootstrap_interval([1.0, 2.0], [1.0, 2.0], statistic=np.max), "'median' or 'mean'"),
+    (lambda: tt.bootstrap_interval([1.0, 2.0], [1.0, 2.0], level=95), "between 0 and 1"),
+    (lambda: tt.train(tt.load_corpus(), steps=2, record=[]), "record must be a dict"),
+])
+def test_the_measures_of_chance_answer_bad_input_with_a_sentence(call, words):
+    with pytest.raises(ValueError, match=re.escape(words)):
+        call()
