@@ -320,3 +320,70 @@ def test_01_merge_is_defined_in_the_first_cell_that_uses_it_and_its_ranks_are_gp
 def test_01_the_real_scale_sentence_has_its_verb_next_to_its_subject():
     section = source(section_with("01_tokens", "## The real scale")[0])
     assert "gives more words" not in section and "get a token of their own" in section
+
+
+# --- 02: what the dimensions favour, attention weights and a block defined, the pictures ---
+
+# The unembedding as the course's design gives it (Output page), typed here: row k, column j.
+W_U = np.array([
+    [0, 1, -0.5, -0.5, 1, -0.5, -0.5, 0, 0, 0, 1, -0.5],
+    [0, 1, -1, -0.5, -0.5, 1, 1, 1, 0.5, 0.5, 0, 0],
+    [0, -1, 0, 0, -0.5, 1, 0, 0, 0, -0.5, 0, 1],
+    [0, -0.5, 1, 0.5, 0, 0, 1, 0.5, 0.5, 0, -1, 0]])
+NAMES = ["the", "␣the", "␣cat", "␣dog", "␣climb", "ed", "␣roof", "␣wall", "␣sofa", "␣floor", "'.'",
+         "<|endoftext|>"]
+
+
+def test_02_each_dimension_lists_only_tokens_it_favours_and_says_where_lists_overlap():
+    text = source(section_with("02_embeddings", "## What the four dimensions mean")[0])
+    bullets = re.findall(r"^- \*\*d(\d) .*?(?=^- |^\n|\Z)", text, flags=re.M | re.S)
+    assert bullets == ["1", "2", "3", "4"]
+    for k, item in enumerate(re.findall(r"^- \*\*d\d (.*?)(?=^- |^\n)", text, flags=re.M | re.S)):
+        listed = [t for t in re.findall(r"`([^`]+)`", item) if t in NAMES]
+        assert listed, k
+        for t in listed:
+            assert W_U[k, NAMES.index(t)] > 0, (f"d{k + 1}", t)
+    # the overlap the reader met is named, and holds in W_U
+    assert "The lists overlap" in text
+    assert W_U[0, 1] > 0 and W_U[1, 1] > 0 and W_U[1, 6] > 0 and W_U[3, 6] > 0
+    assert np.array_equal(W_U, tm.PARAMS["w_u"])
+
+
+def test_02_attention_weights_and_a_block_are_defined_where_first_used():
+    prose = [source(c) for c in cells("02_embeddings") if c["cell_type"] == "markdown"][1:]  # after the map
+    first_block = next(p for p in prose if re.search(r"\bblocks?\b", p))
+    assert "**block**" in first_block
+    first_weights = next(p for p in prose if "their weights" in p or "attention weight" in p)
+    assert "**attention weights**" in first_weights
+
+
+@pytest.mark.parametrize("dx, dy", [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)])
+def test_02_every_label_stays_next_to_its_dot(dx, dy):
+    """A label that would run into its neighbour goes onto several lines rather than up,
+    away from its dot: each label starts at the offset every label has."""
+    fig, ax = tw.new_figure(6.0, 4.6)
+    tw.embedding_scatter_plot(ax, dx=dx, dy=dy)
+    notes = [t for t in ax.texts if t.get_text()]
+    assert all(tuple(t.xyann) == (5, 5) for t in notes), [t.get_text() for t in notes if tuple(t.xyann) != (5, 5)]
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    boxes = [t.get_window_extent(canvas.get_renderer()) for t in notes]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+def test_02_the_widgets_legend_lists_only_what_the_picture_shows():
+    from matplotlib.legend import Legend
+    panel = tw.embedding_scatter()
+    controls, canvas, area = panel.children[:3]
+    ax = canvas.figure.axes[0]
+
+    def shown_legends():
+        return [[t.get_text() for t in a.get_texts() if t.get_visible()]
+                for a in ax.get_children() if isinstance(a, Legend) and a.get_visible()]
+
+    assert shown_legends() == [["token embedding (row of E)"]]
+    controls.children[2].value = True                     # add positions
+    (entries,) = shown_legends()
+    assert entries[0] == "token embedding (row of E)" and entries[1].startswith("row of X")
+    controls.children[2].value = False
+    assert shown_legends() == [["token embedding (row of E)"]]

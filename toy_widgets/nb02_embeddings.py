@@ -162,9 +162,27 @@ def label_levels(points, labels, room=0.065):
             row = ends.setdefault(round(y, 6), [])
             busy = {level for end, level in row if end > x}
             levels[i] = min(set(range(len(row) + 1)) - busy)
-            shown = re.sub(r"\$\\mathbf\{(.)\}\$", r"\1", labels[i])     # mathtext: one character
-            row.append((x + room * (len(shown) + 1), levels[i]))
+            row.append((x + room * (_width(labels[i]) + 1), levels[i]))
     return levels
+
+
+def _width(label):
+    """A label's width in characters: its longest line, a mathtext ␣ counted as one."""
+    return max(len(re.sub(r"\$\\mathbf\{(.)\}\$", r"\1", line)) for line in label.split("\n"))
+
+
+def wrapped_labels(points, labels, room=0.065):
+    """A label of several names that would run into the next label to its right on the
+    same line goes onto several lines, one name each, so that neither label has to leave
+    its dot; a character takes about `room` data units."""
+    out = list(labels)
+    for i, label in enumerate(labels):
+        x, y = (float(v) for v in points[i])
+        right = [float(points[j][0]) for j in range(len(labels))
+                 if labels[j] and j != i and np.isclose(points[j][1], y) and points[j][0] > x]
+        if ", " in label and right and x + room * (_width(label) + 1) > min(right):
+            out[i] = label.replace(", ", ",\n")
+    return out
 
 
 def _place(scatter, notes, points, names, step=None):
@@ -173,6 +191,7 @@ def _place(scatter, notes, points, names, step=None):
     on one line do not run into each other."""
     scatter.set_offsets(points)
     labels = grouped_labels(points, names)
+    labels = wrapped_labels(points, labels) if step else labels
     levels = label_levels(points, labels) if step else [0] * len(labels)
     for note, xy, label, level in zip(notes, points, labels, levels, strict=True):
         note.xy = tuple(xy)
@@ -235,8 +254,10 @@ def embedding_scatter(text="the cat climbed the"):
     fig, ax = live_figure("embedding-scatter", 6.0, 4.6)
     scatter, notes = embedding_scatter_plot(ax, x_dim.value, y_dim.value)
     rings, ring_notes, x_rows, row_names = x_rings(ax, text, x_dim.value, y_dim.value)
-    legend = ax.legend(loc="lower right", fontsize=8)
-    live_artists(fig, [rings, *ring_notes, ax.title, legend])
+    legend = ax.legend(loc="lower right", fontsize=8)        # with the rings: two entries
+    ax.add_artist(legend)
+    dots_legend = ax.legend(handles=[scatter], loc="lower right", fontsize=8)   # without: one
+    live_artists(fig, [rings, *ring_notes, ax.title, legend, dots_legend])
     state = WidgetState(dims=(1, 3), positions=False)
 
     def update(_=None):
@@ -249,8 +270,9 @@ def embedding_scatter(text="the cat climbed the"):
         state.dims, state.positions = (dx, dy), positions.value
         _place(scatter, notes, PARAMS["wte"][:, [dx, dy]], [tick_label(t) for t in TOKENS], step=13)
         _place(rings, ring_notes, x_rows[:, [dx, dy]], row_names)
-        for artist in [rings, *ring_notes, legend.legend_handles[1], legend.get_texts()[1]]:
+        for artist in [rings, *ring_notes, legend]:
             artist.set_visible(state.positions)
+        dots_legend.set_visible(not state.positions)
         positions.button_style = "info" if state.positions else ""
         positions.icon = "check" if state.positions else ""
         ax.set_xlabel(_dim_label(dx))
