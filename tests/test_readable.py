@@ -22,6 +22,7 @@ import pytest
 from matplotlib.text import Text
 from widget_tools import walk
 
+import toy_model as tm
 import toy_widgets as tw
 
 BUILDERS = ["embedding_scatter", "query_picker", "mask_and_heads", "block_branches",
@@ -59,6 +60,24 @@ def test_tick_labels_show_the_leading_space_and_the_dot():
     assert tw.tick_label("␣the") != "␣the" and tw.tick_label("␣the").endswith("the")
     assert "␣" in tw.tick_label("␣the")
     assert tw.tick_label(".") not in (".", "")
+
+
+# The toy's twelve tokens as the course names them, typed here: ␣ for the leading space,
+# the "." token in quotes.
+NAMES = ["the", "␣the", "␣cat", "␣dog", "␣climb", "ed", "␣roof", "␣wall", "␣sofa", "␣floor", "'.'",
+         "<|endoftext|>"]
+
+
+def test_every_form_of_a_token_carries_the_one_name():
+    """tm.token_name names a token; a tick label and a chip's HTML are that name, drawn
+    (the ␣ bold), and the tokenizer's error lists the same names."""
+    assert [tm.token_name(i) for i in range(len(tm.VOCAB))] == NAMES
+    assert [tm.token_name(t) for t in tm.VOCAB] == NAMES == [tm.token_name(t) for t in tw.TOKENS]
+    assert [tw.tick_label(t).replace("$\\mathbf{␣}$", "␣") for t in tw.TOKENS] == NAMES
+    assert [html.unescape(re.sub(r"<[^>]+>", "", tw.token_html(t))) for t in tw.TOKENS] == NAMES
+    with pytest.raises(ValueError) as err:
+        tm.encode("the zebra")
+    assert f"It knows only: {', '.join(NAMES)};" in str(err.value)
 
 
 def test_a_widget_bundle_carries_its_picture_and_hands_it_to_its_canvas():

@@ -10,7 +10,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.mathtext import MathTextParser
 
-from toy_model import VOCAB, show
+from toy_model import VOCAB, show, token_name
 
 
 # Okabe-Ito colours: distinguishable with the common kinds of colour blindness.
@@ -24,12 +24,9 @@ MONOSPACE = "var(--jp-code-font-family, monospace), monospace"
 
 
 def tick_label(token):
-    """A token's name as a plot's tick label, readable from across a room: the ␣ of a
-    leading space drawn bold (a thin bracket otherwise), and the "." token in quotes
-    (a lone dot otherwise)."""
-    if token == ".":
-        return "'.'"
-    return re.sub(r"^␣", r"$\\mathbf{␣}$", token)
+    """A token's name (tm.token_name) as a plot's tick label, readable from across a room:
+    the ␣ of a leading space drawn bold (a thin bracket otherwise)."""
+    return re.sub(r"^␣", r"$\\mathbf{␣}$", token_name(token))
 
 
 # The bold ␣ is matplotlib's mathtext, which each renderer parses with a parser of its own,
@@ -46,20 +43,10 @@ def share_mathtext(renderer):
     return renderer
 
 
-def token_name(token):
-    """A token as a sentence names it (from its id, its text or its shown form): ␣the, and
-    the "." token in quotes, '.', as on the plots, so that it does not read as the
-    sentence's own full stop."""
-    name = show(token)
-    return "'.'" if name == "." else name
-
-
 def token_html(token):
-    """A token's name as HTML (chips, tables): the ␣ of a leading space bold and larger
-    (in the text's own colour, so it reads on any chip), the "." token in quotes."""
-    if token == ".":
-        return "'.'"
-    text = html.escape(token)
+    """A token's name (tm.token_name) as HTML (chips, tables): the ␣ of a leading space bold
+    and larger (in the text's own colour, so it reads on any chip)."""
+    text = html.escape(token_name(token), quote=False)
     if text.startswith("␣"):
         text = '<b style="font-size:1.25em;line-height:1">␣</b>' + text[1:]
     return text

@@ -3,9 +3,9 @@
 import ipywidgets as widgets
 
 import toy_model as _model
-from toy_model import VOCAB, encode, show
+from toy_model import VOCAB, encode, token_name
 
-from .draw import MONOSPACE, ORANGE, SKY, token_html, token_name
+from .draw import MONOSPACE, ORANGE, SKY, token_html
 from .kit import builder_text
 from .kit import WidgetState, guarded, message_area, on_change, panel, say
 from .exercises import choice_exercise, count_exercise
@@ -66,7 +66,7 @@ def token_chips(ids):
         chips.append(
             f'<span class="token-chip" style="display:inline-block;margin:2px;padding:2px 6px;'
             f'border-radius:4px;background:{colour};color:black;text-align:center;'
-            f'font-family:{MONOSPACE};line-height:1.3">{token_html(show(i))}'
+            f'font-family:{MONOSPACE};line-height:1.3">{token_html(i)}'
             f'<br>{i}</span>')
     return "".join(chips)
 

@@ -5,7 +5,7 @@ import re
 import ipywidgets as widgets
 import numpy as np
 
-from toy_model import DIMS, PARAMS, check_ids, embed, encode, forward, show
+from toy_model import DIMS, PARAMS, check_ids, embed, encode, forward, token_name
 
 from .draw import BLUE, GREY, TOKENS, VERMILION, fmt, tick_label
 from .kit import builder_text
@@ -93,7 +93,7 @@ choice_exercise(
         f"{fmt(np.abs(np.subtract(*_position_predictions())).max())}). The toy's only position mark "
         "is on position 1, and both texts start with `the` there; positions 2 to 5 add nothing, so "
         "the moved tokens get the same rows of X wherever they stand. Both texts are then the same "
-        f"rows `{' '.join(show(i) for i in sorted(set(encode(_SWAP[0])), key=encode(_SWAP[0]).index))}` "
+        f"rows `{' '.join(token_name(i) for i in sorted(set(encode(_SWAP[0])), key=encode(_SWAP[0]).index))}` "
         "in two orders, both ending in `␣the`. The last row looks at every row; scores and weights "
         "travel with their rows, so a weighted sum cannot tell the orders apart.\n\n"
         "A real model learns a distinct row for every position, so it can. Swapping the first two "
@@ -206,7 +206,7 @@ def x_rings(ax, text, dx=1, dy=3):
     Returns the rings, their labels, the rows of X [n, d] and their names."""
     ids = check_ids(encode(text))                   # more tokens than the context: a sentence
     x_rows = embed(ids, PARAMS["wte"], PARAMS["wpe"])
-    names = [f"{n + 1}: {show(i)}" for n, i in enumerate(ids)]
+    names = [f"{n + 1}: {token_name(i)}" for n, i in enumerate(ids)]
     rings = ax.scatter(x_rows[:, dx], x_rows[:, dy], s=190, facecolors="none", edgecolors=VERMILION,
                        linewidths=2, zorder=4, label=f"row of X for {text!r} (position: token)")
     notes = [ax.annotate("", (0, 0), xytext=(6, -13), textcoords="offset points", fontsize=9,

@@ -6,9 +6,9 @@ import ipywidgets as widgets
 import numpy as np
 
 import toy_model as _model
-from toy_model import DIMS, encode, run
+from toy_model import DIMS, encode, run, token_name
 
-from .draw import MONOSPACE, TOKENS, fmt, token_html, token_name
+from .draw import MONOSPACE, TOKENS, fmt, token_html
 from .kit import builder_text
 from .kit import WidgetState, guarded, live_chart, message_area, on_change, panel
 from .exercises import _TEXT, choice_exercise, code_exercise, number_exercise

@@ -4,9 +4,9 @@ import ipywidgets as widgets
 import numpy as np
 from matplotlib.patches import Patch
 
-from toy_model import PARAMS, VOCAB, cross_entropy, encode, entropy, run, softmax
+from toy_model import PARAMS, VOCAB, cross_entropy, encode, entropy, run, softmax, token_name
 
-from .draw import GREY, SKY, TOKENS, fmt, freeze_layout, token_name
+from .draw import GREY, SKY, TOKENS, fmt, freeze_layout
 from .kit import builder_text
 from .kit import (BarChart, WidgetState, guarded, live_artists, live_chart, live_figure,
                   message_area, on_change, on_enter, panel, picked, plain, redraw, say, slider_move,

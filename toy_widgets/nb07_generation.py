@@ -8,9 +8,9 @@ import numpy as np
 import toy_model as _model
 from toy_checks import check_seed
 from toy_model import (EOT, N_CTX, VOCAB, check_ids, encode, entropy, forward, next_token_probs,
-                       sample)
+                       sample, token_name)
 
-from .draw import GREY, MONOSPACE, ORANGE, TOKENS, VERMILION, fmt, token_name
+from .draw import GREY, MONOSPACE, ORANGE, TOKENS, VERMILION, fmt
 from .kit import builder_text, typed_number
 from .kit import (BarChart, WidgetState, guarded, live_artists, live_chart, message_area, on_change,
                   panel, plain, slider_move)
