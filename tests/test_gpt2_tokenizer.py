@@ -80,7 +80,7 @@ def test_fuzzed_text_gives_tokenizers_ids(gpt2, reference):
 
 
 def test_long_runs_give_tokenizers_ids(gpt2, reference):
-    """The cases the merge heap exists for: one word of thousands of characters."""
+    """The cases bpe_fast exists for: one word of thousands of characters."""
     encode, _, _, _ = gpt2
     for text in [" " * 3000, "7" * 3001, "日本語" * 700, "🙂" * 800, "ab" * 1500, "x" + "\n" * 999]:
         assert encode(text) == reference.encode(text).ids
@@ -99,32 +99,59 @@ def test_merges_replayed_step_by_step_end_in_one_token(gpt2):
     assert all(r in range(len(merges)) for r in used)
 
 
-def test_the_heap_merges_as_gpt2s_own_loop():
-    """GPT-2's encoder.py: find the lowest-ranked pair, merge all its occurrences, repeat."""
-    def reference_bpe(word, ranks):
-        word = list(word)
-        while len(word) > 1:
-            pairs = set(zip(word, word[1:]))
-            best = min(pairs, key=lambda p: ranks.get(p, float("inf")))
-            if best not in ranks:
-                break
-            out, i = [], 0
-            while i < len(word):
-                if i + 1 < len(word) and (word[i], word[i + 1]) == best:
-                    out.append(word[i] + word[i + 1])
-                    i += 2
-                else:
-                    out.append(word[i])
-                    i += 1
-            word = out
-        return word
+@pytest.mark.parametrize("word, ranks, pieces", [
+    ("abc", {("b", "c"): 0, ("a", "b"): 1, ("a", "bc"): 2}, ["abc"]),          # by rank, not place
+    ("aaa", {("a", "a"): 0}, ["aa", "a"]),                                      # left to right
+    ("aaaa", {("a", "a"): 1, ("aa", "a"): 0}, ["aa", "aa"]),                    # every "a a" first
+    ("abcd", {("ab", "c"): 0, ("a", "b"): 1, ("c", "d"): 1}, ["abc", "d"]),     # one pair a merge
+    ("abab", {("a", "b"): 0, ("ab", "ab"): 1}, ["abab"]),
+    ("xyz", {("a", "b"): 0}, ["x", "y", "z"]), ("", {("a", "b"): 0}, [])])
+def test_bpe_glues_the_lowest_rank_everywhere_then_looks_again(word, ranks, pieces):
+    """GPT-2's encoder.py: find the lowest-ranked pair, glue all its occurrences, repeat;
+    of two pairs with one rank, the leftmost. Written out by hand, for bpe and bpe_fast."""
+    assert tg.bpe(word, ranks) == pieces
+    assert tg.bpe_fast(word, ranks) == pieces
 
+
+def test_bpe_records_each_merge_in_steps():
+    steps = []
+    assert tg.bpe("aaaab", {("a", "a"): 0, ("aa", "b"): 1}, steps) == ["aa", "aab"]
+    assert steps == [["aa", "aa", "b"], ["aa", "aab"]]
+
+
+def random_ranks(rng, alphabet, n_pairs, shared):
+    """Ranks for pairs of random pieces of 1-3 characters, in an order no training gives: a
+    pair may rank before the merges that make its pieces, and with shared=True several
+    pairs share a rank."""
+    def piece():
+        return "".join(rng.choice(alphabet, rng.integers(1, 4)))
+    return {(piece(), piece()): int(rng.integers(0, n_pairs // 3 if shared else 10**6))
+            for _ in range(n_pairs)}
+
+
+def test_bpe_fast_gives_bpes_pieces(gpt2):
+    """bpe_fast against bpe: merges learned from random words (GPT-2-like: each token made
+    before it is used), random ranks in any order, GPT-2's own merges on the course's texts
+    and on runs that repeat."""
     rng = np.random.default_rng(22)
-    words = ["".join(rng.choice(list("abc"), rng.integers(1, 30))) for _ in range(400)]
-    merges = tg.train_bpe(words, 40)
-    ranks = {pair: r for r, pair in enumerate(merges)}
-    for word in words + ["aaaaaaa", "abababab", "cccbbbaaa"]:
-        assert tg.bpe(word, ranks) == reference_bpe(word, ranks), word
+    cases = []
+    for alphabet in ("ab", "abc", "abcdef"):
+        words = ["".join(rng.choice(list(alphabet), rng.integers(1, 40))) for _ in range(300)]
+        ranks = {pair: r for r, pair in enumerate(tg.train_bpe(words, 60))}
+        cases += [(w, ranks) for w in words + [alphabet * 20, alphabet[0] * 33]]
+    for shared in (False, True):
+        for _ in range(200):
+            ranks = random_ranks(rng, list("abc"), 40, shared)
+            cases += [("".join(rng.choice(list("abc"), rng.integers(0, 30))), ranks) for _ in range(5)]
+    ranks = {pair: r for r, pair in enumerate(gpt2[3])}
+    texts = [CORPUS, *INSTRUCTIVE, " " * 300, "7" * 301, "日本語" * 70, "🙂" * 80, "ab" * 150]
+    words = {tg.byte_chars(w) for text in texts for w in tg.pre_split(text)}
+    rng_words = ["".join(rng.choice(list("0123456789 abcé日🙂"), rng.integers(1, 60))) for _ in range(300)]
+    words |= {tg.byte_chars(w) for text in rng_words for w in tg.pre_split(text)}
+    cases += [(w, ranks) for w in sorted(words)]
+    for word, ranks in cases:
+        assert tg.bpe_fast(word, ranks) == tg.bpe(word, ranks), (word, ranks if len(ranks) < 99 else "")
+    assert len(cases) > 3000
 
 
 def test_decode_takes_token_ids_only(gpt2):
@@ -200,6 +227,23 @@ def test_the_trainer_merges_most_frequent_first_on_a_small_example():
     assert tg.train_bpe(words, 4) == [("e", "s"), ("es", "t"), ("l", "o"), ("lo", "w")]
     assert tg.train_bpe(["aaaa"], 3) == [("a", "a"), ("aa", "aa")]     # stops: no pair left
     assert tg.merge_pair(("a", "a", "a"), ("a", "a")) == ("aa", "a")
+    assert tg.merge_pair("abab", ("a", "b")) == ("ab", "ab")
+    assert tg.merge_pair("abab", ("a", "b"), every=False) == ("ab", "a", "b")
+
+
+def test_the_tie_rules_do_what_train_bpes_docstring_says():
+    """Each case is a tie between equally frequent pairs: only the rule chooses."""
+    assert tg.train_bpe(["Ġz", "zĠ"], 1) == [("Ġ", "z")]                   # counted first
+    assert tg.train_bpe(["Ġz", "zĠ"], 1, ties="last") == [("z", "Ġ")]
+    assert tg.train_bpe(["Ġz", "zĠ"], 1, ties="ids") == [("z", "Ġ")]       # "z" < "Ġ", chr(288)
+    assert tg.train_bpe(["ba", "ab"], 1, ties="ids") == [("a", "b")]       # first piece first
+    assert tg.train_bpe(["ac", "ab"], 1, ties="ids") == [("a", "b")]       # then the second
+    words = ["abx", "xab"]                                                  # "ab" made: newer than "x"
+    assert tg.train_bpe(words, 2) == [("a", "b"), ("ab", "x")]
+    assert tg.train_bpe(words, 2, ties="ids") == [("a", "b"), ("x", "ab")]
+    words = ["cd", "cd", "ab", "abz", "cdz"]   # "cd" made before "ab": its id is the smaller
+    assert tg.train_bpe(words, 3) == [("c", "d"), ("a", "b"), ("ab", "z")]
+    assert tg.train_bpe(words, 3, ties="ids") == [("c", "d"), ("a", "b"), ("cd", "z")]
 
 
 def test_the_trainers_merges_tokenize_the_corpus_into_fewer_tokens():
@@ -222,7 +266,7 @@ def test_the_trainer_refuses_a_bad_count_or_rule():
     with pytest.raises(ValueError, match="n_merges"):
         tg.train_bpe(["ab"], -1)
     with pytest.raises(ValueError, match="ties"):
-        tg.train_bpe(["ab"], 1, ties="last")
+        tg.train_bpe(["ab"], 1, ties="oldest")
 
 
 # --- What the tokenizer costs, counted rather than timed --------------------------------
@@ -246,19 +290,20 @@ class CountingRanks(dict):
 
 @pytest.mark.parametrize("word", ["Ġ" * 4000, "7" * 4000, "ab" * 2000], ids=["spaces", "digits", "ab"])
 def test_one_word_costs_a_few_look_ups_per_character(word):
-    """A merge pass that rescanned the word would look up about n²/2 pairs (8 million here)."""
+    """bpe_fast: a merge pass that rescanned the word, as bpe does, would look up about
+    n²/2 pairs (8 million here)."""
     merges = tg.train_bpe([word[:64]] * 3, 12)
     ranks = CountingRanks({pair: r for r, pair in enumerate(merges)})
     CountingRanks.looked_up = 0
-    tg.bpe(word, ranks)
+    tg.bpe_fast(word, ranks)
     assert CountingRanks.looked_up < 10 * len(word), CountingRanks.looked_up
 
 
 def test_repeated_words_are_merged_once(monkeypatch):
     import toy_gpt2
     calls = []
-    real, toy = toy_gpt2.bpe, tg.toy_bpe()
-    monkeypatch.setattr(toy_gpt2, "bpe", lambda word, ranks, steps=None: calls.append(word) or real(word, ranks))
+    real, toy = toy_gpt2.bpe_fast, tg.toy_bpe()
+    monkeypatch.setattr(toy_gpt2, "bpe_fast", lambda word, ranks: calls.append(word) or real(word, ranks))
     encode, _ = tg.bpe_tokenizer(*toy)
     ids = encode("the cat climbed the roof." * 200)
     assert len(ids) == 200 * 7 and len(calls) == len(set(calls)) <= 8

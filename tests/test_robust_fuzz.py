@@ -176,7 +176,8 @@ A = {
                        "optimizer": either(st.sampled_from(["adam", "sgd"]))}],
     # toy_gpt2
     "bytes_to_unicode": [], "byte_chars": [TEXT], "as_text": [TEXT], "pre_split": [TEXT],
-    "bpe": [TEXT, either(st.just({("t", "h"): 0}))], "bpe_tokenizer": [either(st.just({"a": 0})), either(st.just([]))],
+    "bpe": [TEXT, either(st.just({("t", "h"): 0}))], "bpe_fast": [TEXT, either(st.just({("t", "h"): 0}))],
+    "bpe_tokenizer": [either(st.just({"a": 0})), either(st.just([]))],
     "read_bpe": [FOLDER], "gpt2_tokenizer": "skip: reads the 50,257-token files (slow, no junk to give)",
     "save_bpe": [FOLDER, either(st.just({"a": 0, "b": 1})), either(st.just([]))],
     "toy_bpe": [either(st.just(list(tm.VOCAB)))], "merge_pair": [either(st.just(("a", "b"))), either(st.just(("a", "b")))],
