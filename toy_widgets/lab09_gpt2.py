@@ -153,46 +153,19 @@ number_exercise(
 
 
 # Exercise 09.4: the BPE training loop. The reference is the module's train_bpe, whose
-# rule for ties ("first": the pair counted first) is what a learner's max() gives.
+# rule for ties ("first": the pair counted first) is what a learner's max() gives. Each
+# typical mistake is train_bpe with one setting or its input changed.
 
 def _train_once_per_word(words, n_merges):
     return toy_gpt2.train_bpe(list(dict.fromkeys(words)), n_merges)
 
 
-def _pair_counts(words):
-    counts = {}
-    for word in words:
-        for pair in zip(word, word[1:]):
-            counts[pair] = counts.get(pair, 0) + 1
-    return counts
-
-
 def _train_first_occurrence_only(words, n_merges):
-    words, merges = [tuple(w) for w in words], []
-    for _ in range(n_merges):
-        counts = _pair_counts(words)
-        if not counts:
-            break
-        best = max(counts, key=counts.get)
-        merges.append(best)
-        merged = []
-        for word in words:
-            at = next((i for i, pair in enumerate(zip(word, word[1:])) if pair == best), None)
-            merged.append(word if at is None else word[:at] + (word[at] + word[at + 1],) + word[at + 2:])
-        words = merged
-    return merges
+    return toy_gpt2.train_bpe(list(words), n_merges, every=False)
 
 
 def _train_last_of_ties(words, n_merges):
-    words, merges = [tuple(w) for w in words], []
-    for _ in range(n_merges):
-        counts = _pair_counts(words)
-        if not counts:
-            break
-        best = max(reversed(list(counts)), key=counts.get)
-        merges.append(best)
-        words = [toy_gpt2.merge_pair(word, best) for word in words]
-    return merges
+    return toy_gpt2.train_bpe(list(words), n_merges, ties="last")
 
 
 def _train_across_words(words, n_merges):
@@ -240,18 +213,9 @@ code_exercise(
             break
         best = max(counts, key=counts.get)     # the most frequent; of equals, the first seen
         merges.append(best)
-        glued = []
-        for word in words:                     # glue best wherever it occurs, left to right
-            out, i = [], 0
-            while i < len(word):
-                if word[i:i + 2] == best:
-                    out.append(word[i] + word[i + 1])
-                    i += 2
-                else:
-                    out.append(word[i])
-                    i += 1
-            glued.append(tuple(out))
-        words = glued
+        # glue best wherever it occurs, left to right: tg.merge_pair is that loop (read it
+        # with tg.merge_pair??), the one that tg.bpe encodes with
+        words = [tg.merge_pair(word, best) for word in words]
     return merges
 
 # On low ×5, lower ×2, newest ×6, widest ×3: (e, s), (es, t), (l, o), (lo, w).""")
