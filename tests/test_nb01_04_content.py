@@ -387,3 +387,66 @@ def test_02_the_widgets_legend_lists_only_what_the_picture_shows():
     assert entries[0] == "token embedding (row of E)" and entries[1].startswith("row of X")
     controls.children[2].value = False
     assert shown_legends() == [["token embedding (row of E)"]]
+
+
+# --- 03: gains and biases named, the softmax's response to a nudge, the picker's output ----
+
+def test_03_gain_and_bias_are_defined_where_first_used():
+    prose = [source(c) for c in cells("03_qkv") if c["cell_type"] == "markdown"]
+    first = next(p for p in prose if re.search(r"\bgains?\b", p))
+    assert "**gain**" in first and "**bias**" in first
+
+
+def test_03_the_softmax_of_raw_scores_of_size_64_hardly_responds_to_a_nudge():
+    """The notebook's draws, repeated with the same seed; the response of the 5 weights to a
+    step of score 0, summed, is 2 w0 (1 - w0) per unit (the softmax's derivative by hand)."""
+    rng = np.random.default_rng(0)
+    for d in (2, 64):                                     # the cell above draws these first
+        rng.standard_normal((10000, d)), rng.standard_normal((10000, d))
+    response, largest = {}, {}
+    for d in (2, 64):
+        a, b = rng.standard_normal((1000, 1, d)), rng.standard_normal((1000, 5, d))
+        s = np.einsum("nkd,njd->nj", a, b)
+        for scaled in (False, True):
+            z = s / np.sqrt(d) if scaled else s
+            e = np.exp(z - z.max(axis=1, keepdims=True))
+            w = e / e.sum(axis=1, keepdims=True)
+            response[d, scaled] = float(np.mean(2 * w[:, 0] * (1 - w[:, 0])))
+            largest[d, scaled] = float(w.max(axis=1).mean())
+    flat = re.sub(r"\s+", " ", source(section_with("03_qkv", "## Why divide by")[4]))
+    found = re.search(r"do, (\d\.\d{3}) per unit for the raw scores of size 64, against (\d\.\d{3}) "
+                      r"once they are divided by √64 \(and (\d\.\d{3}) for the small head, raw\)", flat)
+    assert found, flat[:200]
+    for quoted, d, scaled in zip(found.groups(), (64, 64, 2), (False, True, False), strict=True):
+        assert abs(float(quoted) - response[d, scaled]) < 2e-3, (quoted, d, scaled, response[d, scaled])
+    assert response[64, False] < 0.25 * response[64, True]
+    assert f"averages {tw.fmt(largest[64, False])}" in flat and "**gradient**" in flat
+
+
+def head_1_by_hand(text=TEXT):
+    """Head 1's weights and output, from tm.PARAMS with plain numpy: LN1, its columns of
+    c_attn (1-2 of each part), scores / √2 with the future at -inf, softmax, times v."""
+    blk = tm.PARAMS["blocks"][0]
+    ids = tm.encode(text)
+    x = tm.PARAMS["wte"][ids] + tm.PARAMS["wpe"][:len(ids)]
+    a = (x - x.mean(axis=1, keepdims=True)) / np.sqrt(x.var(axis=1, keepdims=True) + 1e-5)
+    w = blk["attn"]["c_attn"]["w"]
+    q, k, v = a @ w[:, 0:2], a @ w[:, 4:6], a @ w[:, 8:10]
+    s = q @ k.T / np.sqrt(2)
+    s[np.triu_indices(len(ids), 1)] = -np.inf
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    weights = e / e.sum(axis=1, keepdims=True)
+    return weights, weights @ v
+
+
+def test_03_the_pickers_picture_carries_the_rows_output_in_its_title():
+    import ipywidgets as widgets
+    from widget_tools import find
+    weights, out = head_1_by_hand()
+    root = tw.query_picker()
+    pick = find(root, widgets.ToggleButtons)[0]
+    for i in (5, 1, 2, 3, 4):
+        pick.value = i
+        assert root.chart.title.endswith(f"output [{tw.fmt(out[i - 1, 0])}, {tw.fmt(out[i - 1, 1])}]")
+    section = section_with("03_qkv", "tw.query_picker()")
+    assert "the title gives the row's\noutput" in source(section[0])

@@ -94,14 +94,12 @@ def _random_qkv(n, d, seed):
     return tuple(rng.standard_normal((n, d)) for _ in range(3))
 
 
-def _attend(q, k, v, scale=True, mask=True, axis=-1, weights_only=False):
-    """Typical wrong versions of one head (and, with the defaults, the right one)."""
-    s = q @ k.T / (np.sqrt(q.shape[-1]) if scale is True else scale)
-    if mask:
-        s = np.where(np.tril(np.ones((len(q), len(k)), dtype=bool)), s, -np.inf)
-    w = np.exp(s - s.max(axis=axis, keepdims=True))
-    w = w / w.sum(axis=axis, keepdims=True)
-    return w if weights_only else w @ v
+def _steps_of_head(q, k, v):
+    """tm.attention's steps (scores, weights, out): each typical mistake below is the real
+    head with one thing changed."""
+    trace = {}
+    attention(q, k, v, trace=trace)
+    return trace
 
 
 code_exercise(
@@ -113,13 +111,13 @@ code_exercise(
     cases=lambda: [(f'head 1 of "{_TEXT}"', _qkv_case(0)), (f'head 2 of "{_TEXT}"', _qkv_case(1)),
                    ("random q, k, v with 3 rows of 3 numbers", _random_qkv(3, 3, 0)),
                    ("random q, k, v with 6 rows of 4 numbers", _random_qkv(6, 4, 1))],
-    mistakes=[(lambda q, k, v: _attend(q, k, v, scale=1.0),
+    mistakes=[(lambda q, k, v: attention(q * np.sqrt(q.shape[-1]), k, v),      # scores q kᵀ
                "the scores are not divided by √d_head."),
-              (lambda q, k, v: _attend(q, k, v, mask=False),
+              (lambda q, k, v: attention(q, k, v, mask=False),
                "the future is not hidden: each row may see only itself and earlier rows."),
-              (lambda q, k, v: _attend(q, k, v, weights_only=True),
+              (lambda q, k, v: _steps_of_head(q, k, v)["weights"],
                "that is the weights: multiply them by v to get the output."),
-              (lambda q, k, v: _attend(q, k, v, axis=0),
+              (lambda q, k, v: softmax(_steps_of_head(q, k, v)["scores"], axis=0) @ v,
                "the softmax ran down the columns: each row's weights must add up to 1 (axis=-1).")],
     solution='''def one_head(q, k, v):
     n, d_head = q.shape
@@ -147,6 +145,14 @@ def head_weights(head=0, params=PARAMS):
     return w[:, :d][:, cols], w[:, d:2 * d][:, cols], w[:, 2 * d:][:, cols]
 
 
+def _picker_title(head, i, tokens, h):
+    """The picture's title: which row it shows, and that row's output (the stored
+    picture of the widget shows the title, not the line of text under it)."""
+    out = h["out"][i - 1]
+    return (f"head {head + 1}, query {i} ({tokens[i - 1]}): weights; "
+            f"output [{fmt(out[0])}, {fmt(out[1])}]")
+
+
 def query_picker(text="the cat climbed the", head=0):
     """Pick a query token (buttons, or type its position): one row of the head's
     attention weights as bars over the key tokens, its output and its winning key."""
@@ -159,8 +165,7 @@ def query_picker(text="the cat climbed the", head=0):
                                  value=n, description="query")
     pick.style.button_width = "auto"
     pos = widgets.IntText(value=n, description="position", layout=widgets.Layout(width="12em"))
-    chart = live_chart("query-picker", h["weights"][n - 1],
-                       f"head {head + 1}, query {n} ({tokens[-1]}): its row of weights",
+    chart = live_chart("query-picker", h["weights"][n - 1], _picker_title(head, n, tokens, h),
                        ylabel="attention weight", labels=tokens,
                        xlabel="key token (what the query looks at)")
     ax = chart.ax
@@ -180,7 +185,7 @@ def query_picker(text="the cat climbed the", head=0):
         for j, t in enumerate(hidden):
             t.set_visible(j >= i)           # the future: the mask gives it weight 0
         chart.show(w, highlight=wins,       # the winning key(s)
-                   title=f"head {head + 1}, query {i} ({tokens[i - 1]}): its row of weights")
+                   title=_picker_title(head, i, tokens, h))
         out = h["out"][i - 1]
         if len(wins) == 1:
             most = f"it attends most to {tokens[wins[0]]} (position {wins[0] + 1}, weight {fmt(w.max())})"
