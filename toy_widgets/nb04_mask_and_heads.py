@@ -87,11 +87,6 @@ number_exercise(
         "counts only head 1, and your changed one lets head 2 lower it."))(_concat_last()))
 
 
-def _masked(scores, below=0, fill=-np.inf):
-    n = len(scores)
-    return np.where(np.tril(np.ones((n, n), dtype=bool), below), scores, fill)
-
-
 code_exercise(
     "04.4", "Write `causal_mask(n)`: an n × n array of True and False, True where row i (the "
             "query) may look at column j (the key): itself and every earlier position.",

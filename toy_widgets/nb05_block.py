@@ -157,18 +157,24 @@ def random_toy(seed=0, n_layer=2):
     return _model.freeze(_model.walk(draw, layout))
 
 
-def _block_ref(x, blk, n_head=_model.N_HEAD, pre_ln=True, residual=(True, True), stream_ln=False,
-               mlp_reads="h", ln2="ln_2", plain_ln=False):
-    """Typical wrong blocks (and, with the defaults, the right one)."""
-    def ln(v, name):
-        return _model.layer_norm(v, 1.0, 0.0) if plain_ln else _model.layer_norm(v, **blk[name])
-    if not pre_ln:                                          # post-LN: normalise the stream
-        h = ln(x + _model.multi_head(x, **blk["attn"], n_head=n_head), "ln_1")
-        return ln(h + _model.mlp(h, **blk["mlp"]), ln2)
-    a = ln(x, "ln_1")
-    h = (a if stream_ln else x if residual[0] else 0) + _model.multi_head(a, **blk["attn"], n_head=n_head)
-    u = ln(h if mlp_reads == "h" else x, ln2)
+def _wrong_order(x, blk, post_ln=False, residual=(True, True), stream_ln=False, mlp_reads="h"):
+    """Typical mistakes in the order of the block's four lines, each a flag; with the
+    defaults they are tm.block's lines. Mistakes in its arguments (heads, norms) call
+    tm.block itself with them changed."""
+    a = _model.layer_norm(x, **blk["ln_1"])
+    if post_ln:                                             # post-LN: normalise the stream
+        h = _model.layer_norm(x + _model.multi_head(x, **blk["attn"], n_head=2), **blk["ln_1"])
+        return _model.layer_norm(h + _model.mlp(h, **blk["mlp"]), **blk["ln_2"])
+    h = (a if stream_ln else x if residual[0] else 0) + _model.multi_head(a, **blk["attn"], n_head=2)
+    u = _model.layer_norm(h if mlp_reads == "h" else x, **blk["ln_2"])
     return (h if residual[1] else 0) + _model.mlp(u, **blk["mlp"])
+
+
+def _plain_norms(blk):
+    """blk with both LayerNorms' gains 1 and biases 0."""
+    d = len(blk["ln_1"]["g"])
+    plain = {"g": np.ones(d), "b": np.zeros(d)}
+    return dict(blk, ln_1=plain, ln_2=plain)
 
 
 def _block_cases():
@@ -180,7 +186,7 @@ def _block_cases():
             (f'X of "{_TEXT}" and the first block of tw.random_toy() (gains and biases not trivial)',
              (np.array(x_rnd), rnd["blocks"][0])),
             ("the first block's output and the second block of tw.random_toy()",
-             (np.array(_block_ref(x_rnd, rnd["blocks"][0])), rnd["blocks"][1]))]
+             (np.array(_model.block(x_rnd, rnd["blocks"][0], n_head=2)), rnd["blocks"][1]))]
 
 
 code_exercise(
@@ -189,22 +195,22 @@ code_exercise(
             "`tm.layer_norm(x, **blk[\"ln_1\"])`, `tm.multi_head(a, **blk[\"attn\"], n_head=2)` "
             "and `tm.mlp(u, **blk[\"mlp\"])`.",
     reference=lambda x, blk: _model.block(x, blk, n_head=_model.N_HEAD), cases=_block_cases,
-    mistakes=[(lambda x, blk: _block_ref(x, blk, pre_ln=False),
+    mistakes=[(lambda x, blk: _wrong_order(x, blk, post_ln=True),
                "that normalises the stream after each branch (post-LN, the original Transformer's "
                "order); GPT-2 normalises only what enters each branch: h = x + attn(LN1(x))."),
-              (lambda x, blk: _block_ref(x, blk, stream_ln=True),
+              (lambda x, blk: _wrong_order(x, blk, stream_ln=True),
                "the stream must carry x itself: h = x + attn(LN1(x)), not LN1(x) + attn(LN1(x))."),
-              (lambda x, blk: _block_ref(x, blk, residual=(False, True)),
+              (lambda x, blk: _wrong_order(x, blk, residual=(False, True)),
                "add the attention branch to the stream: h = x + attn(LN1(x)), not attn(LN1(x)) alone."),
-              (lambda x, blk: _block_ref(x, blk, residual=(True, False)),
+              (lambda x, blk: _wrong_order(x, blk, residual=(True, False)),
                "add the MLP's output to the stream: y = h + mlp(LN2(h)), not mlp(LN2(h)) alone."),
-              (lambda x, blk: _block_ref(x, blk, mlp_reads="x"),
+              (lambda x, blk: _wrong_order(x, blk, mlp_reads="x"),
                "the MLP reads the stream after attention: LN2(h), not LN2(x)."),
-              (lambda x, blk: _block_ref(x, blk, n_head=1),
+              (lambda x, blk: _model.block(x, blk, n_head=1),
                "the toy's attention has 2 heads: pass n_head=2 to tm.multi_head."),
-              (lambda x, blk: _block_ref(x, blk, ln2="ln_1"),
+              (lambda x, blk: _model.block(x, dict(blk, ln_2=blk["ln_1"]), n_head=2),
                "each norm has its own gain and bias: the MLP's is blk[\"ln_2\"], not blk[\"ln_1\"]."),
-              (lambda x, blk: _block_ref(x, blk, plain_ln=True),
+              (lambda x, blk: _model.block(x, _plain_norms(blk), n_head=2),
                "use each norm's own gain and bias, tm.layer_norm(x, **blk[\"ln_1\"]): in the toy they "
                "are 1 and 0, in tw.random_toy() they are not.")],
     solution='''def block(x, blk):
