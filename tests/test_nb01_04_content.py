@@ -450,3 +450,52 @@ def test_03_the_pickers_picture_carries_the_rows_output_in_its_title():
         assert root.chart.title.endswith(f"output [{tw.fmt(out[i - 1, 0])}, {tw.fmt(out[i - 1, 1])}]")
     section = section_with("03_qkv", "tw.query_picker()")
     assert "the title gives the row's\noutput" in source(section[0])
+
+
+# --- 04: renormalising is the -inf way; head 1 named for its flag; head 2 on rows 4 and 5 ---
+
+def test_04_says_renormalising_after_zeroing_gives_the_minus_infinity_weights_and_shows_it():
+    section = section_with("04_mask_and_heads", "Why hide the future")
+    flat = re.sub(r"\s+", " ", next(source(c) for c in section if "**renormalising**" in source(c)))
+    assert "exactly the weights of the −∞ way" in flat and "cheap way" in flat
+    assert "the same weights as -inf: True" in outputs_after("04_mask_and_heads", "Why hide the future")
+
+
+def test_head_1_is_named_for_the_flag_its_value_carries():
+    w = tm.PARAMS["blocks"][0]["attn"]["c_attn"]["w"]
+    v1 = w[:, 8:10]                                  # head 1's W_V: reads d3 "ending" alone
+    assert np.count_nonzero(v1) == 1 and v1[2, 0] != 0
+    for name in ("03_qkv", "04_mask_and_heads"):
+        text = "\n".join(source(c) for c in cells(name))
+        assert "what was climbed" not in text and "was something climbed?" in text, name
+    assert tw.nb04_mask_and_heads.HEAD_TITLES[0] == "head 1: was something climbed?"
+
+
+def head_2_by_hand(text=TEXT):
+    """Head 2's queries, weights and output, and what W_O makes of it on d1, by hand."""
+    blk = tm.PARAMS["blocks"][0]
+    ids = tm.encode(text)
+    x = tm.PARAMS["wte"][ids] + tm.PARAMS["wpe"][:len(ids)]
+    a = (x - x.mean(axis=1, keepdims=True)) / np.sqrt(x.var(axis=1, keepdims=True) + 1e-5)
+    w = blk["attn"]["c_attn"]["w"]
+    q, k, v = a @ w[:, 2:4], a @ w[:, 6:8], a @ w[:, 10:12]
+    s = q @ k.T / np.sqrt(2)
+    s[np.triu_indices(len(ids), 1)] = -np.inf
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    weights = e / e.sum(axis=1, keepdims=True)
+    out = weights @ v
+    return q, weights, out, out @ blk["attn"]["c_proj"]["w"][2:4]
+
+
+def test_04_head_2s_story_covers_rows_4_and_5_with_the_models_numbers():
+    q, weights, out, written = head_2_by_hand()
+    prose = re.sub(r"\s+", " ", "\n".join(source(c) for c in cells("04_mask_and_heads")
+                                          if c["cell_type"] == "markdown")).replace("−", "-")
+    f = tw.fmt
+    assert (f"(-{f(-q[3, 0])} for `ed`, -{f(-q[4, 0])} for `␣the`)") in prose
+    assert q[3, 0] < q[4, 0] < 0 < q[2, 0]                 # ed asks hardest, the other way
+    assert weights[3].argmax() == weights[4].argmax() == 2  # both favour ␣climb
+    assert f"takes it ({f(weights[3, 2])})" in prose
+    assert f"({f(weights[4, 2])} on `␣climb`, {f(weights[4, 4])} on itself)" in prose
+    assert out[3, 0] < 0 and out[4, 0] < 0 < written[3, 0] and 0 < written[4, 0]
+    assert f'Rows 4 and 5 gain "go on" instead, {f(written[3, 0])} and {f(written[4, 0])}' in prose

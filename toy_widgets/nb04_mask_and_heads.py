@@ -167,7 +167,7 @@ code_exercise(
     return np.concatenate(outs, axis=-1)        # [n, d]: the heads side by side''')
 
 
-HEAD_TITLES = ["head 1: what was climbed?", "head 2: who is acting?"]
+HEAD_TITLES = ["head 1: was something climbed?", "head 2: who is acting?"]
 
 
 def head_title(h, masked):
