@@ -589,10 +589,9 @@ def train(corpus, params=None, steps=200, lr=0.05, optimizer="adam", seed=0, tie
     heldout: texts never trained on (load_heldout()); their mean loss is measured after
     every number of steps, as the training loss is. early_stopping=True (with heldout):
     return the weights of the step whose held-out loss was lowest, not the last ones.
-    record: a dict that train fills, as it goes, with what the run measured besides its
-    history: "heldout" (the held-out losses, steps + 1 values, with heldout), "grad_norm"
-    (the gradient's length before each step, before any clipping), and at the end
-    "best_step" (the step of the lowest held-out loss, with heldout)."""
+    record: a dict train fills as it goes: "heldout" (the held-out losses, steps + 1 values),
+    "grad_norm" (the gradient's length before each step, before clipping), and at the end
+    "best_step" and "best_params" (the lowest held-out loss's step and weights)."""
     if not isinstance(optimizer, str) or optimizer not in ("adam", "sgd"):
         raise ValueError(f"optimizer must be 'adam' or 'sgd', not {shown_value(optimizer)}.")
     steps = as_count(steps, "steps")
@@ -632,7 +631,7 @@ def train(corpus, params=None, steps=200, lr=0.05, optimizer="adam", seed=0, tie
                 callback(step, loss)
             if step == steps:
                 if record is not None and held is not None:
-                    record["best_step"] = best[1]
+                    record["best_step"], record["best_params"] = best[1], best[2]
                 return (best[2] if early_stopping else params), history
             norms.append(grad_norm(grads))
             if clip is not None:
@@ -658,36 +657,31 @@ def _check_diverged(history, grads, lr):
 
 
 # --- Chance: is a difference between two sets of runs more than luck? ------------------
-# Two small tools for the seed sweep, written out so that nothing is hidden: Fisher's
-# exact test for counts ("4 of 16 against 11 of 16") and a bootstrap interval for a
-# difference of typical losses.
+# Fisher's exact test for counts ("4 of 16 against 11 of 16"), a bootstrap for losses.
 
 def fisher_exact(hits_a, n_a, hits_b, n_b):
     """Fisher's exact test (two-sided) for hits_a of n_a against hits_b of n_b.
 
-    If both sets of runs had the same chance of a hit, the hits_a + hits_b hits would be
-    spread over the n_a + n_b runs at random; the number that lands in the first set then
-    follows the hypergeometric law. The p-value adds up the probability of every split
-    that is no likelier than the one observed: a small p says such a lopsided split is
-    rare if there is no real difference."""
-    from math import comb
+    With the same chance of a hit in both, the hits would be spread over all the runs at
+    random (the hypergeometric law). p adds up the probability of every split no likelier
+    than the one seen: a small p says such a lopsided split is rare without a difference."""
+    from math import exp, lgamma
     for k, n in ((hits_a, n_a), (hits_b, n_b)):
         _fit(isinstance(k, (int, np.integer)) and isinstance(n, (int, np.integer))
-             and 0 <= k <= n and n > 0, "fisher_exact", f"hits and runs are whole numbers with "
-             f"0 <= hits <= runs, not {k!r} of {n!r}")
-    hits, total = hits_a + hits_b, n_a + n_b
-    chance = [comb(n_a, x) * comb(n_b, hits - x) / comb(total, hits)
-              for x in range(max(0, hits - n_b), min(hits, n_a) + 1)]
-    seen = comb(n_a, hits_a) * comb(n_b, hits_b) / comb(total, hits)
-    return float(min(1.0, sum(c for c in chance if c <= seen * (1 + 1e-9))))
+             and 0 <= k <= n and 0 < n <= 10_000, "fisher_exact", f"hits and runs are whole "
+             f"numbers with 0 <= hits <= runs <= 10,000, not {k!r} of {n!r}")
+    def log_ways(n, k):                                     # ln of "n choose k"
+        return lgamma(n + 1) - lgamma(k + 1) - lgamma(n - k + 1)
+    hits, low = hits_a + hits_b, max(0, hits_a + hits_b - n_b)
+    law = [exp(log_ways(n_a, x) + log_ways(n_b, hits - x) - log_ways(n_a + n_b, hits))
+           for x in range(low, min(hits, n_a) + 1)]        # x of the hits in the first set
+    return float(min(1.0, sum(c for c in law if c <= law[hits_a - low] * (1 + 1e-7))))
 
 
 def bootstrap_interval(a, b, statistic="median", n=10_000, seed=0, level=0.95):
-    """statistic(a) - statistic(b) ("median" or "mean"), with a bootstrap interval: draw
-    each set again, as many values as it has, with replacement, n times, and take the
-    middle `level` of the differences. An interval that does not contain 0 says the
-    difference is larger than what the luck of the seeds would give. Returns
-    (difference, low, high)."""
+    """(statistic(a) - statistic(b), low, high), statistic "median" or "mean": draw each set
+    again with replacement, n times, and keep the middle `level` of the differences. An
+    interval without 0 says the difference is larger than the luck of the seeds gives."""
     a = as_numbers(a, "bootstrap_interval (a)")
     b = as_numbers(b, "bootstrap_interval (b)")
     _fit(a.ndim == b.ndim == 1 and len(a) > 1 and len(b) > 1, "bootstrap_interval",
