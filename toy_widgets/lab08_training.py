@@ -18,21 +18,33 @@ from .exercises import _TEXT, _tok, choice_exercise, code_exercise, number_exerc
 # The training lab: a live loss curve while the toy trains, a static plot of finished
 # runs, and the lab's exercises (registered with the functions of "Exercises" above).
 
-def loss_axes(ax, steps, title):
-    """Axes for loss curves: steps across, nats up, ln 12 (the uniform guess) dashed."""
+LEVEL_STYLES = [(GREEN, ":"), (PURPLE, "-.")]        # reference levels after ln 12's dashed grey
+
+
+def loss_axes(ax, steps, title, levels=()):
+    """Axes for loss curves: steps across, nats up on a log scale (so that the last few
+    hundredths above the floor show as well as the first fall from ln 12), ln 12 (the
+    uniform guess) dashed; levels: (value, label) pairs, each drawn in its own style."""
     ax.axhline(np.log(len(VOCAB)), color=GREY, linestyle="--", linewidth=1,
                label=f"uniform guess, ln {len(VOCAB)} = {fmt(np.log(len(VOCAB)))}")
+    for (value, label), (color, style) in zip(levels, LEVEL_STYLES):
+        ax.axhline(value, color=color, linestyle=style, linewidth=1.2, label=f"{label}, {fmt(value)}")
     ax.set_xlim(0, steps)
-    ax.set_ylim(0, 3.2)
+    ax.set_yscale("log")
+    ax.set_ylim(0.25, 3.2)
+    ax.set_yticks([0.3, 0.5, 1, 2, 3], ["0.3", "0.5", "1", "2", "3"])
+    ax.minorticks_off()
     ax.set_xlabel("training step")
-    ax.set_ylabel("mean loss on the corpus (nats)")
+    ax.set_ylabel("mean loss, nats (log scale)")
     ax.set_title(title)
 
 
-def train_live(corpus, steps=200, every=20, **options):
+def train_live(corpus, steps=200, every=20, heldout=None, levels=(), **options):
     """w-train: tt.train(corpus, steps, **options) drawing its loss curve as it goes, with
-    a progress line. Returns what train returns: (trained params, loss history). The
-    stored output (the notebook's picture of the widget) is the finished curve.
+    a progress line. heldout: texts never trained on, whose loss is drawn beside the
+    training loss; levels: (value, label) reference lines. Returns what train returns:
+    (trained params, loss history). The stored output (the notebook's picture of the
+    widget) is the finished curve.
 
     Bad settings, and a run that diverges, get their sentence in the progress line; the
     curve then shows the run up to where it stopped, and (None, the losses so far) is
@@ -42,21 +54,24 @@ def train_live(corpus, steps=200, every=20, **options):
         every, problem = _every(every), None
     except ValueError as err:
         every, problem = 1, str(err)
-    fig, ax = live_figure("train", 7.2, 3.2)
+    fig, ax = live_figure("train", 7.2, 3.4)
     loss_axes(ax, steps if isinstance(steps, int) and steps > 0 else 1,
-              "Training the toy from random weights")
-    line, = ax.plot([], [], color=BLUE, linewidth=2, label="loss of the model being trained")
-    ax.legend(loc="upper right")
+              "Training the toy from random weights", levels)
+    line, = ax.plot([], [], color=BLUE, linewidth=2, label="training loss (the corpus)")
+    held_line, = ax.plot([], [], color=ORANGE, linewidth=2, label="held-out loss (data/heldout.txt)")
+    if heldout is None:
+        held_line.remove()
+    ax.legend(loc="upper right", fontsize=8)
     freeze_layout(fig)
-    live_artists(fig, [line])
+    live_artists(fig, [line] + ([held_line] if heldout is not None else []))
     progress = widgets.HTML(f"step 0 of {steps}")
     root = panel("train", progress, fig.canvas)
-    root.line, root.progress = line, progress
+    root.line, root.held_line, root.progress = line, held_line, progress
     train_live.panel = root                             # the last one shown, for tests
     handle = display(root, display_id=True)
     canvas_ready(fig.canvas)
-    fig.canvas.draw()                                   # the axes once; then only the line
-    losses = []
+    fig.canvas.draw()                                   # the axes once; then only the lines
+    losses, record = [], {}
     if problem is not None:
         progress.value = html.escape(problem)
         return None, losses
@@ -65,22 +80,32 @@ def train_live(corpus, steps=200, every=20, **options):
         losses.append(loss)
         if step % every == 0 or step == steps:
             line.set_data(range(len(losses)), losses)
-            progress.value = f"step {step} of {steps} · loss {fmt(loss)} nats"
+            held = record.get("heldout", [])
+            held_line.set_data(range(len(held)), held)
+            progress.value = f"step {step} of {steps} · loss {fmt(loss)} nats" + (
+                f" · held-out {fmt(held[-1])} nats" if held else "")
             redraw(fig)
 
     try:
-        params, history = toy_train.train(corpus, steps=steps, callback=on_step, **options)
+        params, history = toy_train.train(corpus, steps=steps, callback=on_step, heldout=heldout,
+                                           record=record, **options)
     except ValueError as err:                           # bad settings, or divergence
         params, history = None, losses
         progress.value = html.escape(str(err))
     else:
         progress.value = (f"done: {steps} steps · loss {fmt(history[0])} → {fmt(history[-1])} "
-                          f"nats (uniform guess {fmt(np.log(len(VOCAB)))})")
+                          f"nats (uniform guess {fmt(np.log(len(VOCAB)))})" + (
+                              f" · held-out {fmt(record['heldout'][-1])} nats, lowest "
+                              f"{fmt(min(record['heldout']))} at step {record['best_step']}"
+                              if heldout is not None else ""))
     shown = [h for h in history if np.isfinite(h)]
     line.set_data(range(len(shown)), shown)
+    held = record.get("heldout", [])
+    held_line.set_data(range(len(held)), held)
     redraw(fig)
     if handle is not None:
         handle.update(root)                             # the stored picture: the finished curve
+    train_live.record = record
     return params, history
 
 
@@ -111,49 +136,51 @@ def _example():
     return ids, ids[1:] + [VOCAB.index(" roof")], forward(ids)
 
 
-def _dz_last(token):
-    """d(-ln p(target)) / dz for `token` on the example's last row (target ␣roof)."""
+def _dz_row(row, token):
+    """d(-ln p(target)) / dz for `token` on row `row` (1 to 5) of the example, that row's own loss."""
     ids, targets, logits = _example()
-    return float(toy_train.softmax_cross_entropy_backward(logits[-1:], targets[-1:])[0, _tok(token)])
+    i = row - 1
+    return float(toy_train.softmax_cross_entropy_backward(logits[i:i + 1], targets[i:i + 1])[0, _tok(token)])
 
 
 number_exercise(
-    "08.1", lambda: "p − onehot by hand. On the last row the target is ␣roof, which the model "
-                    f"gives p = {fmt(1 + _dz_last('␣roof'))}. What is the gradient of that row's "
-                    "loss, −ln p(␣roof), with respect to ␣roof's own logit?",
-    answer=lambda: _dz_last("␣roof"),
-    hints=lambda: [(-_dz_last("␣roof"), "Check the sign: raising ␣roof's logit makes the loss "
+    "08.1", lambda: "p − onehot by hand. On row 3 (after ␣climb) the target is ed, which the model "
+                    f"gives p = {fmt(1 + _dz_row(3, 'ed'))}. What is the gradient of that row's own "
+                    "loss, −ln p(ed), with respect to ed's own logit?",
+    answer=lambda: _dz_row(3, "ed"),
+    hints=lambda: [(-_dz_row(3, "ed"), "Check the sign: raising the target's logit makes the loss "
                     "smaller, so the gradient is negative."),
-                   (1 + _dz_last("␣roof"), "That is p(␣roof) itself; the target also gets the "
+                   (1 + _dz_row(3, "ed"), "That is p(ed) itself; the target also gets the "
                     "one-hot's 1 taken away."),
-                   (_dz_last("␣roof") / 5, "That is the share of the mean over 5 rows; the "
-                    "question asks for the last row's own loss.")],
+                   (_dz_row(3, "ed") / 5, "That is the share of the mean over 5 rows; the "
+                    "question asks for row 3's own loss.")],
     solution=lambda: (
-        f"p − 1 = {fmt(1 + _dz_last('␣roof'))} − 1 = {fmt(_dz_last('␣roof'))}. For the target, the "
+        f"p − 1 = {fmt(1 + _dz_row(3, 'ed'))} − 1 = {fmt(_dz_row(3, 'ed'))}. For the target, the "
         "one-hot vector holds a 1, so its gradient is p − 1: always negative, and the further p "
         "is from 1, the stronger the push up. Every other token gets p − 0 = p, which is positive."))
 
-_SIGN = ["its logit goes down, and p(␣wall) with it",
-         "its logit goes up: a positive gradient means the loss wants more ␣wall",
-         "nothing: ␣wall is not the target, so its gradient is 0"]
+_SIGN = ["its logit goes down, and p(␣dog) with it",
+         "its logit goes up, since ␣dog is a likely word after \"the\"",
+         "nothing: ␣dog is not the target, so its gradient is 0"]
 
 
 choice_exercise(
-    "08.2", lambda: "The sign of a gradient. On the last row, the gradient of the loss with "
-                    f"respect to ␣wall's logit is p(␣wall) = {fmt(_dz_last('␣wall'))}, a positive "
-                    "number. Gradient descent moves every weight by −learning rate × its "
-                    "gradient. What does one small step do to ␣wall's logit?",
-    options=_SIGN, answer=lambda: _SIGN[0] if _dz_last("␣wall") > 0 else _SIGN[1],
-    hints={_SIGN[1]: "A positive gradient says the loss grows when the logit grows; descent goes "
-                     "the other way.",
+    "08.2", lambda: "The sign of a gradient. On row 1 (after the) the target is ␣cat, and the "
+                    f"model gives ␣dog p = {fmt(_dz_row(1, '␣dog'))}. Gradient descent moves every "
+                    "weight by −learning rate × its gradient. What does one small step on row 1's "
+                    "loss alone do to ␣dog's logit?",
+    options=_SIGN, answer=lambda: _SIGN[0] if _dz_row(1, "␣dog") > 0 else _SIGN[1],
+    hints={_SIGN[1]: "The step follows the gradient of this row's loss, whose target is ␣cat; "
+                     "what ␣dog's gradient is, section 2's rule says.",
            _SIGN[2]: "Every token's logit shares one softmax: a wrong token with p > 0 has the "
                      "gradient p − 0 = p.",
            _SIGN[0]: "Look at the sign once more."},
     solution=lambda: (
-        f"It goes down. The gradient {fmt(_dz_last('␣wall'))} is positive: raising ␣wall's logit "
-        "would raise the loss, because ␣wall takes probability away from the target. The step is "
-        "−lr × (a positive number), so the logit falls, p(␣wall) falls, and the probability it "
-        "gives up goes to the other tokens, the target first among them."))
+        f"It goes down. ␣dog is not the target, so its gradient is p(␣dog) − 0 = "
+        f"{fmt(_dz_row(1, '␣dog'))}, a positive number: raising its logit would raise the loss, "
+        "because ␣dog takes probability away from the target. The step is −lr × (a positive "
+        "number), so the logit falls, p(␣dog) falls, and the probability it gives up goes to the "
+        "other tokens, the target first among them."))
 
 
 def _sgd_cases():
@@ -178,14 +205,17 @@ code_exercise(
     return w - lr * g          # a new array; w itself is not changed''')
 
 
+_PROMPT_4, _TOKEN_4 = "the dog climbed the", "␣wall"
+
+
 def _after_prompt():
-    """Counts [V] of what follows "the cat climbed the" in the corpus."""
-    return toy_train.next_token_counts(toy_train.load_corpus(), encode(_TEXT))
+    """Counts [V] of what follows "the dog climbed the" in the corpus."""
+    return toy_train.next_token_counts(toy_train.load_corpus(), encode(_PROMPT_4))
 
 
-def _roof_share():
+def _share():
     counts = _after_prompt()
-    return counts[_tok("␣roof")] / counts.sum()
+    return counts[_tok(_TOKEN_4)] / counts.sum()
 
 
 def _best_split():
@@ -194,55 +224,57 @@ def _best_split():
 
 
 number_exercise(
-    "08.4", "The best possible prediction. In the corpus, count what follows \"the cat climbed the\". "
-            "Which p(␣roof) after that prompt makes the loss on the corpus as small as it can be?",
-    answer=_roof_share, fractions=True,
-    hints=lambda: [(1.0, "p = 1 would be perfect only if ␣roof always came next; when another "
+    "08.4", f"The best possible prediction. In the corpus, count what follows \"{_PROMPT_4}\". "
+            f"Which p({_TOKEN_4}) after that prompt makes the loss on the corpus as small as it can be?",
+    answer=_share, fractions=True,
+    hints=lambda: [(1.0, "p = 1 would be perfect only if this token always came next; when another "
                     "token comes, −ln p of it would be infinite."),
-                   (_after_prompt()[_tok("␣roof")] / len(toy_train.load_corpus()),
-                    "Count only the sentences that begin with \"the cat climbed the\", not every "
+                   (_after_prompt()[_tok(_TOKEN_4)] / len(toy_train.load_corpus()),
+                    f"Count only the sentences that begin with \"{_PROMPT_4}\", not every "
                     "line of the corpus.")],
     solution=lambda: (
-        f"The corpus's own frequency, {_after_prompt()[_tok('␣roof')]}/{_after_prompt().sum()} = "
-        f"{fmt(_roof_share())}. After \"the cat climbed the\" the corpus goes on with: "
+        f"The corpus's own frequency, {_after_prompt()[_tok(_TOKEN_4)]}/{_after_prompt().sum()} = "
+        f"{fmt(_share())}. After \"{_PROMPT_4}\" the corpus goes on with: "
         f"{_best_split()}. The loss over those cases, a sum of count × (−ln p) over the tokens, is "
         "smallest when each p equals its token's share of the count. A model trained on the "
-        "corpus moves towards these frequencies; no model can do better than them."))
+        "corpus moves towards these frequencies; no model can do better than them on the corpus."))
 
 
-def recipe_curves(sweep, bounds=()):
-    """One panel per training recipe of a seed sweep (tt.load_sweep()): every run's loss
-    curve, own W_U in blue and tied in orange, on a log scale so that the end of training
-    and a sudden jump both show. bounds: (value, label) pairs drawn as dashed lines."""
+def recipe_curves(sweep, levels=()):
+    """A seed sweep (tt.load_sweep()) as a grid: one row per arm (own W_U, tied), so that
+    neither hides the other, one column per recipe; in each panel every run's training
+    loss (blue) and held-out loss (orange), on a log scale so that the last hundredths
+    above the floor and a sudden jump both show. levels: (value, label) reference lines."""
     if not isinstance(sweep, dict) or not {"recipes", "runs", "seeds"} <= sweep.keys():
         raise ValueError("recipe_curves takes a seed sweep, as tt.load_sweep() returns it.")
-    recipes = sweep["recipes"]
-    fig, _ = new_figure(7.2, 4.6)
+    recipes, arms = sweep["recipes"], ["own W_U", "tied"]
+    fig, _ = new_figure(7.2, 4.4)
     fig.clear()
-    axes = fig.subplots(2, (len(recipes) + 1) // 2, sharex=True, sharey=True, squeeze=False).ravel()
-    colors = {"own W_U": BLUE, "tied": ORANGE}
-    for ax, recipe in zip(axes, recipes):
-        for run in sweep["runs"]:
-            if run["recipe"] == recipe:
-                ax.plot(run["history"], color=colors[run["arm"]], linewidth=0.8, alpha=0.6)
-        for (value, _), style in zip(bounds, ["--", ":"]):
-            ax.axhline(value, color=GREY, linestyle=style, linewidth=1)
-        ax.set_yscale("log")
-        ax.set_ylim(0.25, 4)
-        ax.set_yticks([0.3, 0.5, 1, 2, 3], ["0.3", "0.5", "1", "2", "3"])
-        ax.minorticks_off()
-        ax.set_title(recipe, fontsize=10)
-    for ax in axes[len(recipes):]:
-        ax.set_visible(False)
-    for ax in axes[-2:]:
-        ax.set_xlabel("training step")
-    for ax in axes[::2]:
-        ax.set_ylabel("loss (nats)")
-    handles = [plt.Line2D([], [], color=c, label=f"{arm} ({len(sweep['seeds'])} seeds)")
-               for arm, c in colors.items()]
-    handles += [plt.Line2D([], [], color=GREY, linestyle=style, label=label)
-                for (_, label), style in zip(bounds, ["--", ":"])]
-    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8)
+    axes = fig.subplots(len(arms), len(recipes), sharex=True, sharey=True, squeeze=False)
+    short = {"warmup + decay + clipping": "all three", "warmup + decay": "warmup + decay"}
+    for row, arm in zip(axes, arms):
+        for ax, recipe in zip(row, recipes):
+            for run in sweep["runs"]:
+                if run["recipe"] == recipe and run["arm"] == arm:
+                    ax.plot(run["heldout_history"], color=ORANGE, linewidth=0.7, alpha=0.5)
+                    ax.plot(run["history"], color=BLUE, linewidth=0.7, alpha=0.5)
+            for (value, _), (color, style) in zip(levels, LEVEL_STYLES):
+                ax.axhline(value, color=color, linestyle=style, linewidth=1.2)
+            ax.set_yscale("log")
+            ax.set_ylim(0.25, 3.2)
+            ax.set_yticks([0.3, 0.5, 1, 2], ["0.3", "0.5", "1", "2"])
+            ax.set_xticks([0, sweep["steps"] // 2, sweep["steps"]])
+            ax.minorticks_off()
+            ax.set_title(f"{short.get(recipe, recipe)}, {arm}", fontsize=8)
+    for ax in axes[-1]:
+        ax.set_xlabel("step")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("nats (log scale)")
+    handles = [plt.Line2D([], [], color=BLUE, label="training loss"),
+               plt.Line2D([], [], color=ORANGE, label="held-out loss")]
+    handles += [plt.Line2D([], [], color=color, linestyle=style, label=f"{label}, {fmt(value)}")
+                for (value, label), (color, style) in zip(levels, LEVEL_STYLES)]
+    fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=8)
     static(fig)
 
 
@@ -389,12 +421,22 @@ code_exercise(
     return ds @ k, ds.T @ q, dv               # scores = q k^T / sqrt(d_head)''')
 
 
-_FD_WEIGHT, _FD_INDEX = "blocks.0.ln_2.g", (1,)
+_FD_WEIGHT, _FD_INDEX = "blocks.0.ln_2.g", (2,)
 
 
 def _fd_grad():
     ids, targets, _ = _example()
     return float(_model.get_weight(toy_train.loss_and_grads(ids, targets)[1], _FD_WEIGHT)[_FD_INDEX])
+
+
+def _central(eps=1e-4):
+    ids, targets, _ = _example()
+    losses = []
+    for sign in (1, -1):
+        w = np.array(_model.get_weight(PARAMS, _FD_WEIGHT))
+        w[_FD_INDEX] += sign * eps
+        losses.append(_model.cross_entropy(forward(ids, _model.replace_weight(PARAMS, _FD_WEIGHT, w)), targets))
+    return (losses[0] - losses[1]) / (2 * eps)
 
 
 def _one_sided(eps=1e-4):
@@ -406,7 +448,7 @@ def _one_sided(eps=1e-4):
 
 
 number_exercise(
-    "08.8", f"Check a gradient yourself. Measure d loss / d {_FD_WEIGHT}[1] (the second gain of "
+    "08.8", f"Check a gradient yourself. Measure d loss / d {_FD_WEIGHT}[2] (the third gain of "
             "the block's second LayerNorm) on the example, by a central difference with "
             "ε = 1e-4: build the nudged weights with `tm.replace_weight`, grade them with "
             "`tm.cross_entropy(tm.forward(ids, params), targets)`, and compute "
@@ -418,10 +460,10 @@ number_exercise(
                    (0.0, "A zero change means the nudge did not reach the weight: nudge a "
                     "copy of the array (w = np.array(...)) and pass it to replace_weight.")],
     solution=lambda: (
-        f"`w = np.array(tm.get_weight(tm.PARAMS, '{_FD_WEIGHT}'))`, then `w[1] += 1e-4` for the "
-        "up version and `w[1] -= 1e-4` (on a fresh copy) for the down one; each goes into "
+        f"`w = np.array(tm.get_weight(tm.PARAMS, '{_FD_WEIGHT}'))`, then `w[2] += 1e-4` for the "
+        "up version and `w[2] -= 1e-4` (on a fresh copy) for the down one; each goes into "
         "`tm.replace_weight`, and `tm.cross_entropy(tm.forward(ids, params), targets)` grades "
-        f"it. The central difference is {_fd_grad():.4f}, the same as backpropagation's "
-        f"{_fd_grad():.6f} to every decimal shown: its error is about ε², 1e-8. A one-sided "
-        f"difference, (L(w + ε) − L(w)) / ε, gives {_one_sided():.6f}, off by about ε times "
-        "the curvature."))
+        f"it. The central difference is {_fd_grad():.4f}, backpropagation's value is "
+        f"{_fd_grad():.6f}: they differ by about {abs(_central() - _fd_grad()):.0e}, ε²/6 times the "
+        f"loss's third derivative. A one-sided difference, (L(w + ε) − L(w)) / ε, gives "
+        f"{_one_sided():.6f}, off by about ε/2 times the curvature."))
