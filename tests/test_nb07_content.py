@@ -237,6 +237,31 @@ def test_the_loop_exercise_checks_against_an_independent_loop_and_both_stopping_
     assert ok is True, message
 
 
+def a_learners_loop(prompt, temperature, seed, eot=True, reseed=False, row=-1, room=0,
+                    with_prompt=False, greedy=False, ignore_temperature=False):
+    """07.7 as a learner writes it (the worked answer), with one thing changed by a flag."""
+    ids = tm.encode(prompt)
+    rng, new = np.random.default_rng(seed), []
+    while len(ids) < tm.N_CTX - room and not (eot and ids[-1] == tm.EOT):
+        rng = np.random.default_rng(seed) if reseed else rng
+        p = tm.next_token_probs(tm.forward(ids)[row], 1.0 if ignore_temperature else temperature)
+        token = int(np.argmax(p)) if greedy else tm.sample(p, rng)
+        ids.append(token)
+        new.append(token)
+    return tm.encode(prompt) + new if with_prompt else new
+
+
+@pytest.mark.parametrize("change, hint", [
+    ({"eot": False}, "stop as soon as it is drawn"), ({"reseed": True}, "seeded afresh"),
+    ({"row": 0}, "the first row of the logits"), ({"room": 1}, "one token early"),
+    ({"with_prompt": True}, "the prompt too"), ({"greedy": True}, "the most likely token"),
+    ({"ignore_temperature": True}, "at T = 1")])
+def test_a_learners_typical_wrong_loop_gets_its_hint(change, hint):
+    assert tw.answer_code("07.7", a_learners_loop)[0] is True
+    ok, message = tw.answer_code("07.7", lambda *args: a_learners_loop(*args, **change))
+    assert ok is False and hint in message, message
+
+
 def test_the_loop_exercise_is_on_the_page_unfinished_with_its_check():
     stub = [s for s in code_cells() if s.startswith("def sampling_loop(prompt, temperature, seed):")]
     assert len(stub) == 1 and stub[0].rstrip().endswith("...   # your code here")

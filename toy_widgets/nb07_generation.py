@@ -187,17 +187,27 @@ code_exercise(
     return q / q.sum()''')
 
 
-def _loop(prompt, temperature, seed, stop_at_eot=True, reseed=False, row=-1, room=N_CTX,
-          with_prompt=False, greedy=False, ignore_temperature=False):
-    """Typical wrong sampling loops (and, with the defaults, the right one)."""
+def _new_tokens(prompt, temperature, seed, **options):
+    """The ids tm.generate adds: each typical mistake below is it with one thing changed."""
+    return [s["next"] for s in _model.generate(prompt, temperature, seed=seed, **options)]
+
+
+def _reseeded(prompt, temperature, seed):
+    """tm.generate one step at a time, each step with a generator seeded afresh."""
     ids = encode(prompt)
-    n, rng = len(ids), np.random.default_rng(seed)
-    while len(ids) < room and not (stop_at_eot and ids[-1] == EOT):
-        if reseed:
-            rng = np.random.default_rng(seed)
-        p = next_token_probs(forward(ids)[row], 1.0 if ignore_temperature else temperature)
-        ids.append(int(np.argmax(p)) if greedy else sample(p, rng))
-    return ids if with_prompt else ids[n:]
+    while (step := _model.generate(ids, temperature, seed=seed, max_new=1)):
+        ids.append(step[0]["next"])
+    return ids[len(encode(prompt)):]
+
+
+def _from_row_0(prompt, temperature, seed):
+    """A loop that reads the first row of the logits, which sees only the first token: every
+    draw comes from the same p."""
+    ids, rng = encode(prompt), np.random.default_rng(seed)
+    p = next_token_probs(forward(ids)[0], temperature)
+    while len(ids) < N_CTX and ids[-1] != EOT:
+        ids.append(sample(p, rng))
+    return ids[len(encode(prompt)):]
 
 
 def _loop_cases():
@@ -213,24 +223,23 @@ code_exercise(
             "(`tm.next_token_probs`), draw one token with `tm.sample(p, rng)` and append it. Stop when "
             "the model has drawn `<|endoftext|>` (`tm.EOT`) or the text fills the context (`tm.N_CTX` "
             "tokens, prompt included). Return the list of the new token ids.",
-    reference=lambda prompt, temperature, seed: [
-        s["next"] for s in _model.generate(prompt, temperature=temperature, seed=seed)],
+    reference=_new_tokens,
     cases=_loop_cases,
-    mistakes=[(lambda *a: _loop(*a, stop_at_eot=False),
+    mistakes=[(lambda *a: _new_tokens(*a, eot=None),
                "the model drew <|endoftext|> and your loop went on; stop as soon as it is drawn."),
-              (lambda *a: _loop(*a, reseed=True),
+              (_reseeded,
                "every draw started from a generator seeded afresh, so each one reuses the same random "
                "number; make the generator once, before the loop, and pass it to every tm.sample."),
-              (lambda *a: _loop(*a, row=0),
+              (_from_row_0,
                "you read the first row of the logits; the next token's p comes from the last row, "
                "`tm.forward(ids)[-1]`."),
-              (lambda *a: _loop(*a, room=N_CTX - 1),
+              (lambda prompt, *a: _new_tokens(prompt, *a, max_new=N_CTX - 1 - len(encode(prompt))),
                "you stopped one token early: the text may grow until it holds tm.N_CTX tokens."),
-              (lambda *a: _loop(*a, with_prompt=True),
+              (lambda prompt, *a: encode(prompt) + _new_tokens(prompt, *a),
                "you returned the prompt too; return only the tokens the loop added."),
-              (lambda *a: _loop(*a, greedy=True),
+              (lambda prompt, temperature, seed: _new_tokens(prompt, 0.0, seed),
                "you took the most likely token; draw it at random with tm.sample(p, rng)."),
-              (lambda *a: _loop(*a, ignore_temperature=True),
+              (lambda prompt, temperature, seed: _new_tokens(prompt, 1.0, seed),
                "you drew from p at T = 1; pass the temperature to tm.next_token_probs.")],
     solution='''def sampling_loop(prompt, temperature, seed):
     ids = tm.encode(prompt)
