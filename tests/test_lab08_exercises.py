@@ -241,6 +241,14 @@ def test_the_labs_recipe_is_the_lowest_early_stopped_heldout_loss():
     assert "settings = dict(lr=0.05, clip=1.0, tied=True)" in code
     assert "tw.train_live(corpus, steps=600, seed=2, heldout=heldout, levels=levels, **settings)" in code
     assert "clipping with a constant rate and tied weights" in prose()
+    lowest = {key: [min(r["heldout_history"]) for r in pick(*key)] for key in medians}
+    best = lowest.pop(("clipping", "tied"))
+    ahead = sum(tt.bootstrap_interval(values, best)[1] > 0 for values in lowest.values())
+    assert f"more than luck over {ahead} of the other {len(lowest)}" in prose()
+    assert f"may be luck over the other {len(lowest) - ahead}" in prose()
+    for recipe in sweep["recipes"]:         # "their final held-out loss was lower in every recipe"
+        own, tied = ([r["heldout"] for r in pick(recipe, arm)] for arm in ("own W_U", "tied"))
+        assert tt.bootstrap_interval(own, tied)[1] > 0, recipe
 
 
 def test_the_measures_of_chance_the_lab_quotes():
