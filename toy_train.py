@@ -669,7 +669,7 @@ def fisher_exact(hits_a, n_a, hits_b, n_b):
     for k, n in ((hits_a, n_a), (hits_b, n_b)):
         _fit(isinstance(k, (int, np.integer)) and isinstance(n, (int, np.integer))
              and 0 <= k <= n and 0 < n <= 10_000, "fisher_exact", f"hits and runs are whole "
-             f"numbers with 0 <= hits <= runs <= 10,000, not {k!r} of {n!r}")
+             f"numbers with 0 <= hits <= runs <= 10,000, not {shown_value(k)} of {shown_value(n)}")
     def log_ways(n, k):                                     # ln of "n choose k"
         return lgamma(n + 1) - lgamma(k + 1) - lgamma(n - k + 1)
     hits, low = hits_a + hits_b, max(0, hits_a + hits_b - n_b)
