@@ -458,7 +458,7 @@ _FIRST_OPEN_JS = r"""
       if (raw.test(text)) found.push(`${where}: raw widget text: ${text.slice(0, 120)}`);
       if (text.includes('Error displaying widget')) found.push(`${where}: ${text.slice(0, 200)}`);
       if (text.includes('Loading widget...')) found.push(`${where}: a widget never finished loading`);
-      if (!(out.data && out.data[VIEW])) return;
+      if (!window.__harness.isWidgetOutput(out)) return;
       const live = node.querySelector('.course-widget.jupyter-widgets');  // not a stored HTML form
       const img = node.querySelector('img');   // a PNG output, or HTML holding the picture
       const html = node.querySelector('.jp-RenderedHTMLCommon');

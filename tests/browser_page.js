@@ -260,6 +260,14 @@ window.__harness = {
     return result;
   },
 
+  // A widget's output: its live view, or the HTML form (with its picture) that the stored
+  // notebook keeps in its place (tools/run_notebooks.py, stored_form).
+  isWidgetOutput(output) {
+    const data = output.data || {};
+    return 'application/vnd.jupyter.widget-view+json' in data ||
+           [].concat(data['text/html'] || []).join('').includes('class="course-widget');
+  },
+
   // The share of a stored picture's pixels that are coloured (neither white, grey nor
   // black): empty axes have none; a plotted curve or bars have some.
   colourShare(img) {

@@ -45,6 +45,7 @@ COURSE_NOTEBOOKS = sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))
 SELF_TEST_NOTEBOOK = REPO_ROOT / "tests" / "fixtures" / "widget_demo.ipynb"
 SCREENSHOTS = REPO_ROOT / "tests" / "screenshots"
 VIEW = "application/vnd.jupyter.widget-view+json"
+STORED_WIDGET = 'class="course-widget'      # the HTML a widget's output is stored as
 PROJECTOR = (1366, 768)       # the README's classroom set-up
 ZOOM = 1.25                   # the README's suggested zoom for the back row
 MIN_TEXT_PX = 14              # what the plots' text keeps too (tests/test_readable.py)
@@ -212,7 +213,12 @@ def autosave(page, on: bool) -> None:
 def widget_outputs(notebook: Path) -> list[dict]:
     """The widget outputs stored in a notebook file, each as its MIME bundle."""
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
-    return [o["data"] for c in cells for o in c.get("outputs", []) if VIEW in o.get("data", {})]
+    return [o["data"] for c in cells for o in c.get("outputs", []) if is_widget_output(o.get("data", {}))]
+
+
+def is_widget_output(data: dict) -> bool:
+    """A widget's output: its live view, or the picture or HTML form a stored file keeps."""
+    return VIEW in data or STORED_WIDGET in "".join(data.get("text/html", ""))
 
 
 def notebook_path(notebook: Path) -> str:
@@ -238,14 +244,13 @@ def _widget_output_nodes(page, path: str) -> list[dict]:
     return page.evaluate(
         """(path) => {
           const panel = window.__harness.panel(path);
-          const VIEW = 'application/vnd.jupyter.widget-view+json';
           const found = [];
           panel.content.widgets.forEach((cell, i) => {
             if (cell.model.type !== 'code') return;
             const outputs = cell.model.outputs.toJSON();
             const nodes = [...cell.node.querySelectorAll('.jp-OutputArea-child')];
             outputs.forEach((o, k) => {
-              if (!(o.data && o.data[VIEW]) || !nodes[k]) return;
+              if (!window.__harness.isWidgetOutput(o) || !nodes[k]) return;
               const img = nodes[k].querySelector('img');
               found.push({cell: i + 1, text: nodes[k].innerText.trim(), picture: !!img,
                           colour: img && img.complete && img.naturalWidth

@@ -102,7 +102,7 @@ class Recording:
         if self.ran != code:
             return None
         self.client.set_widgets_metadata()
-        return as_stored(self.notebook, self.path.stem)
+        return as_stored(self.notebook)
 
 
 class Recorder:

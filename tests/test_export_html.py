@@ -15,7 +15,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 from browser_harness import REPO_ROOT
-from browser_visit import NOTE
+from browser_visit import NOTE, is_widget_output
 
 
 NOTEBOOKS = sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))
@@ -30,7 +30,6 @@ def pages(html_edition):
     return html_edition
 
 
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 IMG = re.compile(r"<img\b", re.I)
 
 
@@ -49,7 +48,7 @@ def stored_pictures(notebook: Path) -> int:
 
 
 def widget_pictures(notebook: Path) -> int:
-    return sum(has_picture(o) for o in outputs(notebook) if WIDGET_VIEW in o)
+    return sum(has_picture(o) for o in outputs(notebook) if is_widget_output(o))
 
 
 def notes(page_text: str) -> int:

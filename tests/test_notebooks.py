@@ -178,6 +178,40 @@ def test_stored_without_timestamps(path):
                        "rerun with python tools/run_notebooks.py")
 
 
+PNG = re.compile(r"iVBORw0KGgo[A-Za-z0-9+/=]{100,}")          # a base64 PNG, wherever it is stored
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_each_picture_is_stored_once_and_the_notebook_is_small(path):
+    """An output stores its picture once: as its PNG or inside its HTML, not both, and not
+    again in saved widget state; so a notebook stays under 500 kB and opens quickly."""
+    text = path.read_text(encoding="utf-8")
+    for cell in json.loads(text)["cells"]:
+        for output in cell.get("outputs", []):
+            pictures = PNG.findall(json.dumps(output))
+            assert len(pictures) == len(set(pictures)), f"an output of {cell['source'][:1]} stores a picture twice"
+    assert "widget-state+json" not in text and "widget-view+json" not in text, \
+        "widget state or views stored: rerun with python tools/run_notebooks.py"
+    assert path.stat().st_size <= 500_000, f"{path.stat().st_size:,} bytes"
+
+
+def test_the_nine_notebooks_together_are_at_most_3_mb():
+    assert sum(p.stat().st_size for p in NOTEBOOKS) <= 3_000_000
+
+
+def test_a_widget_is_stored_as_its_picture_under_the_line_that_says_so():
+    """stored_form keeps a widget's HTML form (the note and the picture) and drops what
+    repeats it or cannot be shown without a kernel; other outputs are left alone."""
+    from run_notebooks import WIDGET_VIEW, stored_form
+    widget = {WIDGET_VIEW: {"model_id": "x"}, "image/png": "iVBO", "text/plain": "[w]",
+              "text/html": '<div class="course-widget"><p>note</p><img src="data:image/png;base64,iVBO"></div>'}
+    assert set(stored_form(widget)) == {"text/html", "text/plain"}
+    plot = {"image/png": "iVBO", "text/plain": "<Figure>"}
+    assert stored_form(dict(plot)) == plot
+    bare = {WIDGET_VIEW: {"model_id": "x"}, "text/plain": "[w]"}
+    assert stored_form(dict(bare)) == bare
+
+
 def test_printed_text_is_stored_as_one_output_however_the_kernel_cut_it():
     from nbformat.v4 import new_output
     cut = [new_output("stream", name="stdout", text="a = 1\n"), new_output("stream", name="stdout", text="b = 2\n"),

@@ -5,6 +5,17 @@ import re
 import numpy as np
 
 
+STORED_PNG = re.compile(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"')
+
+
+def output_pngs(data):
+    """The base64 PNGs an output's bundle shows: its image/png, or the pictures inside its
+    HTML (how a stored notebook keeps a widget's picture)."""
+    if "image/png" in data:
+        return [data["image/png"]]
+    return STORED_PNG.findall("".join(data.get("text/html", "")))
+
+
 def walk(widget):
     """The widget and everything inside it, depth first."""
     yield widget
