@@ -27,7 +27,7 @@ import pytest
 from matplotlib.axis import Axis
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.text import Text
-from widget_tools import find
+from widget_tools import find, output_pngs
 
 import toy_model as tm
 import toy_train as tt
@@ -158,7 +158,7 @@ def code_cells(path):
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     return [(i, "\n".join(line for line in "".join(c["source"]).splitlines()
                           if not line.lstrip().startswith("%")),
-             sum("image/png" in o.get("data", {}) for o in c.get("outputs", [])))
+             sum(len(output_pngs(o.get("data", {}))) for o in c.get("outputs", [])))
             for i, c in enumerate(cells) if c["cell_type"] == "code"]
 
 

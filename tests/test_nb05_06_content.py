@@ -25,7 +25,7 @@ import pytest
 import toy_model as tm
 import toy_train as tt
 import toy_widgets as tw
-from widget_tools import find, shown, text
+from widget_tools import find, output_pngs, shown, text
 
 ROOT = Path(__file__).resolve().parents[1]
 NB05, NB06 = ROOT / "notebooks" / "05_block.ipynb", ROOT / "notebooks" / "06_output.ipynb"
@@ -142,8 +142,8 @@ def test_06_says_parameter_count_not_file_size_and_drops_the_clutter():
 # --- the pictures show the states the prose describes -------------------------------------
 
 def stored_pngs(path):
-    return {"".join(c["source"]).strip(): o["data"]["image/png"]
-            for c in load(path)["cells"] for o in c.get("outputs", []) if "image/png" in o.get("data", {})}
+    return {"".join(c["source"]).strip(): output_pngs(o["data"])[0]
+            for c in load(path)["cells"] for o in c.get("outputs", []) if output_pngs(o.get("data", {}))}
 
 
 def test_06_widget_pictures_differ():
