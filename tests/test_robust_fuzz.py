@@ -111,7 +111,7 @@ FOLDER = either(st.sampled_from(["ckpt", "ckpt/a", "missing/deeper", "."]))   # 
 # "skip" with a reason for the few that must not be called with generated values.
 A = {
     # toy_model
-    "show": [either(st.integers(0, 11))], "encode": [TEXT], "decode": [IDS],
+    "show": [either(st.integers(0, 11))], "token_name": [either(st.integers(0, 11))], "encode": [TEXT], "decode": [IDS],
     "walk": [either(st.just(lambda path, leaf: leaf)), TREE], "tree_map": [FN, TREE], "weight_name": [either(st.just(("blocks", 0, "ln_1")))],
     "weight_names": [TREE], "get_weight": [TREE, NAME],
     "replace_weight": [TREE, NAME, either(st.just(np.zeros((12, 4))))], "freeze": [TREE],
@@ -171,6 +171,10 @@ A = {
     "init_params": [SEED, {"d": either(st.sampled_from([4, 8])), "n_layer": either(st.integers(1, 2))}],
     "read_corpus": [CORPUS_TEXT], "check_corpus": [CORPUS], "load_corpus": [FOLDER],
     "load_heldout": [], "load_sweep": [FOLDER], "next_token_counts": [CORPUS, IDS], "best_possible_loss": [CORPUS],
+    "fisher_exact": [COUNT, COUNT, COUNT, COUNT],
+    "bootstrap_interval": [either(st.lists(st.floats(0, 2), min_size=2, max_size=8)),
+                           either(st.lists(st.floats(0, 2), min_size=2, max_size=8)),
+                           {"n": either(st.integers(1, 50)), "level": NUMBER}],
     "corpus_batch": [CORPUS], "corpus_loss": [CORPUS, PARAMS],
     "train": [CORPUS, {"steps": either(st.integers(1, 3)), "lr": NUMBER, "seed": SEED,
                        "optimizer": either(st.sampled_from(["adam", "sgd"]))}],
