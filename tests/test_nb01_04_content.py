@@ -9,7 +9,12 @@ and the write-it-yourself exercise 04.5 (split into heads, attend, concatenate).
 - 04.5 is checked against the model's own multi-head attention, which an independent
   reshape-and-softmax version agrees with; typical mistakes get their sentences;
 - 01-04: the full stop token is never a bare dot in a sentence; the tokenizer says when the
-  box is empty, and the prose says when to press Enter.
+  box is empty, and the prose says when to press Enter;
+- terms defined where first used (a merge, attention weights, a block, gain and bias), and the
+  figures of the arguments the prose makes, recomputed here by hand: GPT-2's merge ranks from
+  its vocab.bpe, what each dimension favours (W_U typed here), the softmax's response to a
+  nudge, the query picker's output, head 2 on rows 4 and 5; labels by their dots, a legend
+  with no empty row.
 """
 import json
 import re

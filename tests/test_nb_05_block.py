@@ -1,4 +1,6 @@
-"""Notebook 05 (the block): the branch-switch widget, without a browser."""
+"""Notebook 05 (the block): the branch-switch widget, without a browser; and the figures the
+page's prose quotes about the MLP (attention off, row by row, a unit you can read), recomputed
+with a forward pass written here in numpy."""
 
 import re
 
