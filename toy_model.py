@@ -134,7 +134,7 @@ _wpe[0] = [0, -1, 0, 0]
 # Attention. c_attn.w = [W_Q | W_K | W_V], each 4 x 4. Head 1 owns columns 1-2 of each
 # (Python's [:, 0:2]), head 2 columns 3-4 ([:, 2:4]); below, [row, col] counts from 0.
 _W_Q, _W_K, _W_V, _W_O = (np.zeros((4, 4)) for _ in range(4))
-# Head 1, "what was climbed?": a token expecting a noun (d4) looks for a word still
+# Head 1, "was something climbed?": a token expecting a noun (d4) looks for a word still
 # being finished (d2 + d3: "␣climb"), and brings back its d3 as "surface" (d2).
 _W_Q[3, 0] = 2
 _W_K[1, 0] = _W_K[2, 0] = 1
