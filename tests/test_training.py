@@ -494,7 +494,8 @@ def test_the_seed_sweep_has_ten_seeds_or_more_per_arm_and_recipe():
 
 @pytest.mark.parametrize("seed, arm, recipe", [(3, "own W_U", "constant lr"),
                                                (1, "tied", "warmup + decay + clipping"),
-                                               (2, "tied", "clipping")])
+                                               (2, "tied", "clipping"),
+                                               (4, "own W_U", "clipping, lr = decay's mean")])
 def test_the_stored_sweep_is_what_training_gives(seed, arm, recipe):
     """Two of the stored runs trained again (the tool's own function) give the same numbers."""
     sys.path.insert(0, str(ROOT / "tools"))

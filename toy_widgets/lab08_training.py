@@ -248,10 +248,11 @@ def recipe_curves(sweep, levels=()):
     if not isinstance(sweep, dict) or not {"recipes", "runs", "seeds"} <= sweep.keys():
         raise ValueError("recipe_curves takes a seed sweep, as tt.load_sweep() returns it.")
     recipes, arms = sweep["recipes"], ["own W_U", "tied"]
-    fig, _ = new_figure(7.2, 4.4)
+    fig, _ = new_figure(7.2, 4.6)
     fig.clear()
     axes = fig.subplots(len(arms), len(recipes), sharex=True, sharey=True, squeeze=False)
-    short = {"warmup + decay + clipping": "all three", "warmup + decay": "warmup + decay"}
+    short = {"warmup + decay": "warmup+decay", "warmup + decay + clipping": "all three",
+             "clipping, lr = decay's mean": "clip, lower lr"}
     for row, arm in zip(axes, arms):
         for ax, recipe in zip(row, recipes):
             for run in sweep["runs"]:
@@ -263,9 +264,9 @@ def recipe_curves(sweep, levels=()):
             ax.set_yscale("log")
             ax.set_ylim(0.25, 3.2)
             ax.set_yticks([0.3, 0.5, 1, 2], ["0.3", "0.5", "1", "2"])
-            ax.set_xticks([0, sweep["steps"] // 2, sweep["steps"]])
+            ax.set_xticks([0, sweep["steps"]])
             ax.minorticks_off()
-            ax.set_title(f"{short.get(recipe, recipe)}, {arm}", fontsize=8)
+            ax.set_title(f"{short.get(recipe, recipe)}\n{arm}", fontsize=8)
     for ax in axes[-1]:
         ax.set_xlabel("step")
     for ax in axes[:, 0]:
