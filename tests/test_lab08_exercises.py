@@ -296,3 +296,56 @@ def test_the_labs_run_parts_from_its_heldout_curve_where_the_prose_says():
     best = int(np.argmin(record["heldout"]))
     assert 80 <= left - best <= 120 and "about a hundred steps before" in prose()
     assert record["heldout"][-1] > 1 and history[-1] < floor + 0.002
+
+
+# --- The primer, the finite differences and the counts the prose quotes -------------------------
+
+def printed(source_start):
+    """What the code cell whose source starts with `source_start` printed."""
+    (cell,) = [c for c in notebook()["cells"] if "".join(c["source"]).startswith(source_start)]
+    return outputs_of(cell)
+
+
+def test_the_primers_slopes_are_what_the_rules_give():
+    out = printed("def L(w):")
+    w, eps = 1.0, 1e-3
+    measured = ((2 * (w + eps) - 3) ** 2 - (2 * w - 3) ** 2) / eps        # -3.996, by hand
+    assert f"{measured:.3f}" in out and "-4.000" in out
+    assert "slope is −4" in prose()
+    out = printed("def L2(w):")
+    assert "[-2.000, -4.000]" in out and "after the step w - 0.1 · gradient: 0.000" in out
+    out = printed("a, b = np.array([1, 2, 3])")
+    z = np.array([1.0, 2.0, 0.5])
+    assert out.count(f"{np.exp(2.0) / np.exp(z).sum():.3f}") == 2      # measured and softmax agree
+    assert "[ 4 10 18]" in out and "sum over k of a_k: 6" in out
+
+
+def test_the_central_differences_error_falls_as_eps_squared_then_rises():
+    ids = tm.encode("the cat climbed the")
+    targets = ids[1:] + [tm.VOCAB.index(" roof")]
+    exact = tm.get_weight(tt.loss_and_grads(ids, targets)[1], "blocks.0.mlp.c_fc.w")[3, 1]
+    errors = [abs(tt.finite_difference(ids, targets, "blocks.0.mlp.c_fc.w", (3, 1), eps=10.0 ** -k) - exact)
+              for k in range(1, 11)]
+    for big, small in zip(errors[:3], errors[1:4]):                     # "a hundredfold for each tenfold"
+        assert 50 < big / small < 200
+    assert int(np.argmin(errors)) + 1 in (5, 6) and errors[-1] > 100 * min(errors)   # round-off takes over
+    assert errors[4] < 1e-10                                            # "10 decimal places or more"
+    assert "a hundredfold for each tenfold smaller ε" in prose()
+
+
+def test_the_counts_the_prose_quotes():
+    text, sweep = prose(), tt.load_sweep()
+    heldout = tt.load_heldout()
+    assert sum(len(s) - 1 for s in heldout) == 14 and "a small test, 14 predictions" in text
+    n = len(sweep["runs"])
+    assert n == len(sweep["seeds"]) * len(sweep["recipes"]) * 2 == 160
+    assert f"a sweep of {n} training runs" in text and f"a sweep of {n} runs" in text
+    assert f"trained the toy {n} times" in text and f"Across all {n} runs" in text
+    assert "16 seeds, each under five recipes" in text and len(sweep["recipes"]) == 5
+    own = next(r for r in sweep["runs"] if (r["seed"], r["arm"], r["recipe"]) == (2, "own W_U", "clipping"))
+    tied = next(r for r in sweep["runs"] if (r["seed"], r["arm"], r["recipe"]) == (2, "tied", "clipping"))
+    floor, blind, _ = levels()
+    first = [int(np.argmax(np.array(r["history"]) < (floor + blind) / 2)) for r in (own, tied)]
+    assert first[1] - first[0] >= 200 and "learnt the subject hundreds of steps sooner" in text
+    decayed = np.mean([tt.learning_rate(s, 0.05, 600, warmup=30, decay=True) for s in range(600)])
+    assert f"{100 * decayed / 0.05:.0f}%" == "55%"
