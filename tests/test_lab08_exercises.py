@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "08_training.ipynb"
 
 
-# --- 08.5 softmax's backward -------------------------------------------------------------
+# --- 08.6 softmax's backward -------------------------------------------------------------
 
 def softmax_backward_by_jacobian(dp, p):
     """A learner's honest long way: build each row's Jacobian p_j (δ_jk − p_k)."""
@@ -32,7 +32,7 @@ def softmax_backward_by_jacobian(dp, p):
 
 
 def test_softmax_backward_written_another_way_passes():
-    ok, message = tw.answer_code("08.5", softmax_backward_by_jacobian)
+    ok, message = tw.answer_code("08.6", softmax_backward_by_jacobian)
     assert ok is True, message
 
 
@@ -43,11 +43,11 @@ def test_softmax_backward_written_another_way_passes():
     (lambda dp, p: p * (dp - (dp * p).sum()), "Not yet, on scores of shape (4, 4)"),   # a sum over everything
 ])
 def test_softmax_backward_mistakes_get_their_sentence(wrong, words):
-    ok, message = tw.answer_code("08.5", wrong)
+    ok, message = tw.answer_code("08.6", wrong)
     assert ok is False and words in message
 
 
-# --- 08.6 LayerNorm's backward -------------------------------------------------------------
+# --- 08.7 LayerNorm's backward -------------------------------------------------------------
 
 def layer_norm_backward_by_jacobian(dout, x, g):
     """Straight from ∂x̂_i/∂x_j = (δ_ij − 1/d − x̂_i x̂_j / d) / σ, row by row."""
@@ -63,7 +63,7 @@ def layer_norm_backward_by_jacobian(dout, x, g):
 
 
 def test_layer_norm_backward_written_another_way_passes():
-    ok, message = tw.answer_code("08.6", layer_norm_backward_by_jacobian)
+    ok, message = tw.answer_code("08.7", layer_norm_backward_by_jacobian)
     assert ok is True, message
 
 
@@ -74,16 +74,16 @@ def test_layer_norm_backward_written_another_way_passes():
     (lambda dout, x, g: tt.layer_norm_backward(dout, x, g), "parts of different shapes"),  # (dx, dg, db)
 ])
 def test_layer_norm_backward_mistakes_get_their_sentence(wrong, words):
-    ok, message = tw.answer_code("08.6", wrong)
+    ok, message = tw.answer_code("08.7", wrong)
     assert ok is False and words in message, message
 
 
-# --- 08.7 one head backwards -------------------------------------------------------------------
+# --- 08.8 one head backwards -------------------------------------------------------------------
 
 def test_attention_backward_from_the_library_passes_and_a_missing_mask_fails():
-    ok, message = tw.answer_code("08.7", lambda dout, q, k, v: tt.attention_backward(dout, q, k, v))
+    ok, message = tw.answer_code("08.8", lambda dout, q, k, v: tt.attention_backward(dout, q, k, v))
     assert ok is True, message
-    ok, _ = tw.answer_code("08.7", lambda dout, q, k, v: tt.attention_backward(dout, q, k, v, mask=False))
+    ok, _ = tw.answer_code("08.8", lambda dout, q, k, v: tt.attention_backward(dout, q, k, v, mask=False))
     assert ok is False
 
 
@@ -94,13 +94,13 @@ def test_the_reference_is_a_measurement_not_the_courses_backward():
     right = toy_train.softmax_backward
     try:
         toy_train.softmax_backward = lambda dout, p: dout * p
-        ok, _ = tw.answer_code("08.5", softmax_backward_by_jacobian)
+        ok, _ = tw.answer_code("08.6", softmax_backward_by_jacobian)
     finally:
         toy_train.softmax_backward = right
     assert ok is True
 
 
-# --- 08.8 a finite difference by hand ----------------------------------------------------------
+# --- 08.5 a finite difference by hand ----------------------------------------------------------
 
 def test_a_central_difference_by_hand_is_the_right_answer():
     ids = tm.encode("the cat climbed the")
@@ -111,7 +111,7 @@ def test_a_central_difference_by_hand_is_the_right_answer():
         w[2] += sign * 1e-4
         losses.append(tm.cross_entropy(tm.forward(ids, tm.replace_weight(tm.PARAMS, "blocks.0.ln_2.g", w)), targets))
     measured = (losses[0] - losses[1]) / 2e-4
-    box = tw.exercise("08.8")
+    box = tw.exercise("08.5")
     assert box.try_answer(f"{measured:.4f}").startswith("Right")
     assert "Divide by 2ε" in box.try_answer(f"{(losses[0] - losses[1]) / 1e-4:.4f}")
     assert "sign" in box.try_answer(f"{-measured:.4f}")

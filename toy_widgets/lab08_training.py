@@ -313,7 +313,7 @@ def _softmax_measured(dout, p):
 
 
 code_exercise(
-    "08.5", "Write `softmax_backward(dp, p)`: p = softmax(s) row by row (the last axis), and "
+    "08.6", "Write `softmax_backward(dp, p)`: p = softmax(s) row by row (the last axis), and "
             "dp is the gradient of the loss with respect to p. Return ds, the gradient with "
             "respect to the scores s (p's shape). It is checked against finite differences on "
             "random scores, masked ones included.",
@@ -357,7 +357,7 @@ def _ln_no_std_term(dout, x, g):
 
 
 code_exercise(
-    "08.6", "Write `layer_norm_backward(dout, x, g)`: out = g · x̂ + b with x̂ = (x − mean) / std "
+    "08.7", "Write `layer_norm_backward(dout, x, g)`: out = g · x̂ + b with x̂ = (x − mean) / std "
             "row by row and std = sqrt(var + 1e-5), as in the forward pass. Return dx, the "
             "gradient with respect to x (x's shape). It is checked against finite differences.",
     reference=_ln_measured, cases=_ln_cases,
@@ -400,7 +400,7 @@ def _attention_mistake(dout, q, k, v, scale=True, transpose_a=True, transpose_ds
 
 
 code_exercise(
-    "08.7", "Write `attention_backward(dout, q, k, v)` for one causal head, out = A v with "
+    "08.8", "Write `attention_backward(dout, q, k, v)` for one causal head, out = A v with "
             "A = softmax(q kᵀ / sqrt(d_head), masked). Return (dq, dk, dv). Run the forward pass "
             "inside with `trace = {}; tm.attention(q, k, v, trace=trace)` to get A = "
             "trace[\"weights\"], and use `tt.softmax_backward` (or yours). Checked against "
@@ -449,7 +449,7 @@ def _one_sided(eps=1e-4):
 
 
 number_exercise(
-    "08.8", f"Check a gradient yourself. Measure d loss / d {_FD_WEIGHT}[2] (the third gain of "
+    "08.5", f"Check a gradient yourself. Measure d loss / d {_FD_WEIGHT}[2] (the third gain of "
             "the block's second LayerNorm) on the example, by a central difference with "
             "ε = 1e-4: build the nudged weights with `tm.replace_weight`, grade them with "
             "`tm.cross_entropy(tm.forward(ids, params), targets)`, and compute "
