@@ -291,6 +291,22 @@ def switch_states(builder):
     return states
 
 
+def logit_playground_states():
+    root = tw.logit_playground()
+    pick, typed = find(root, widgets.Dropdown)[0], find(root, widgets.Text)[0]
+    eot, stop = tm.VOCAB.index("<|endoftext|>"), tm.VOCAB.index(".")
+    # the longest names in both titles, and logits far outside the axis
+    return root, [state("<|endoftext|> at -1000", (pick, eot), (typed, "-1000")),
+                  state("<|endoftext|> at 1000", (typed, "1000")),
+                  state("'.' at -12.345", (pick, stop), (typed, "-12.345"))]
+
+
+def logit_shift_states():
+    root = tw.logit_shift()
+    typed = find(root, widgets.Text)[0]
+    return root, [state(f"c = {c}", (typed, c)) for c in ["-1000", "999.99", "-3.33"]]
+
+
 def generation_stepper_states():
     root = tw.generation_stepper(prompt="the", temperature=1, seed=18)
     step = next(w for w in find(root, widgets.Button) if w.description == "next token")
@@ -306,7 +322,8 @@ STATES = {"w-mask-heads": mask_and_heads_states, "w-query-picker": query_picker_
           "w-embedding-scatter": embedding_scatter_states,
           "w-attention-switch": switch_states("attention_switch"),
           "w-tying-switch": switch_states("tying_switch"),
-          "w-generate-steps": generation_stepper_states}
+          "w-generate-steps": generation_stepper_states,
+          "w-logit-playground": logit_playground_states, "w-logit-shift": logit_shift_states}
 
 
 @pytest.mark.parametrize("name", STATES)

@@ -139,6 +139,90 @@ def test_06_says_parameter_count_not_file_size_and_drops_the_clutter():
         assert term in text_, f"§8 defines {term!r}"
 
 
+# --- 06: one main path, the side roads at the end -----------------------------------------
+
+MAIN_PATH = ["## 1 The last block's output", "## 2 The final norm", "## 3 Unembedding: one score per token",
+             "## 4 Softmax: from scores to probabilities", "## 5 Every position predicts",
+             "## 6 What attention bought", "## 7 Weight tying", "## 8 From p to a token",
+             "## The output step in four lines", "## Check yourself", "## Going further"]
+SIDE_ROADS = ["### The direct path", "### Can training outvote it?", "### What tying saves",
+              "### What the output layer costs", "### One row or all of them"]
+
+
+def markdown_cells(path):
+    return ["".join(c["source"]) for c in load(path)["cells"] if c["cell_type"] == "markdown"]
+
+
+def main_path_prose(path):
+    """The prose before "## Check yourself": what a reader reads on the way to the exercises."""
+    cells = markdown_cells(path)
+    return "\n".join(cells[:next(i for i, m in enumerate(cells) if m.startswith("## Check yourself"))])
+
+
+def test_06_keeps_one_main_path_and_puts_the_side_roads_in_going_further():
+    cells = markdown_cells(NB06)
+    found = [line for m in cells for line in m.splitlines() if line.startswith("## ")]
+    assert found == MAIN_PATH
+    going = next(i for i, m in enumerate(cells) if m.startswith("## Going further"))
+    parts = [line for m in cells[going:] for line in m.splitlines() if line.startswith("### ")]
+    assert parts == SIDE_ROADS and cells[-1].startswith("← ")
+    main = main_path_prose(NB06)
+    for excursion in ("FLOP", "Llama", "direct path", "learning rate", "seed", "548.1", "(B, T, V)",
+                      "Press & Wolf", "8 key heads"):
+        assert excursion not in main, f"{excursion!r} is a side road: it belongs in Going further"
+    assert "Going further" in cells[1] or "Going further" in cells[0] + cells[1]
+
+
+def test_06_main_path_is_no_longer_than_its_neighbours():
+    """The reason for the move: 06's main path reads in one sitting, as 05's and 07's do."""
+    nb07 = ROOT / "notebooks" / "07_generation.ipynb"
+    neighbours = (len(main_path_prose(NB05)) + len(main_path_prose(nb07))) / 2
+    assert len(main_path_prose(NB06)) <= 1.1 * neighbours
+
+
+@pytest.mark.parametrize("term", ["training run", "learning rate", "seed", "gradient descent",
+                                  "cross-entropy loss", "logit", "weight tying"])
+def test_06_teaches_each_term_where_it_is_first_used(term):
+    """Headings and the list of side roads name a term; its first use in a sentence defines it."""
+    text_ = "\n".join(line for line in prose(NB06).lower().splitlines()
+                      if not line.startswith(("#", "- **")))
+    assert text_.index(term) == text_.index(f"**{term}") + 2, f"{term!r} is used before it is taught"
+
+
+def corpus_next_after(subject=None):
+    """From data/corpus.txt's text (not the course's tokenizer): the word after
+    "<subject> climbed the", for each sentence that has one."""
+    lines = (ROOT / "data" / "corpus.txt").read_text(encoding="utf-8").splitlines()
+    found = [re.match(r"the (cat|dog) climbed the (\w+)\.$", line) for line in lines]
+    return [m.group(2) for m in found if m and (subject is None or m.group(1) == subject)]
+
+
+def test_06_quotes_the_corpus_shares_the_tied_runs_land_on():
+    pooled, cats = corpus_next_after(), corpus_next_after("cat")
+    assert len(pooled) == 13 and len(cats) == 7
+    share, cat_share = pooled.count("roof") / len(pooled), cats.count("roof") / len(cats)
+    assert pooled.count("sofa") == pooled.count("roof")            # "(and ␣sofa's)"
+    assert quoted(NB06, "cats and dogs together, {}.") == [tw.fmt(share)]
+    assert quoted(NB06, "After \"the cat\" alone, ␣roof's share is {}.") == [tw.fmt(cat_share)]
+    outs = json.dumps(load(NB06))
+    assert f"4/13 = {tw.fmt(share)}" in outs and f"4/7 = {tw.fmt(cat_share)}" in outs
+
+
+def test_06_says_which_1050673152_is_which():
+    """2 · d · V for Llama 3 8B and the logits of T = 8,192 positions are the same number,
+    because T = 2 · d: the prose says so, and names each as what it is."""
+    d, V, T = 4096, 128_256, 8192
+    assert 2 * d * V == T * V == 1_050_673_152
+    outs = "\n".join(o.get("text", "") if isinstance(o.get("text"), str) else "".join(o.get("text", []))
+                     for c in load(NB06)["cells"] for o in c.get("outputs", []))
+    lines = [line for line in outs.splitlines() if "1,050,673,152" in line]
+    assert len(lines) == 2
+    assert "FLOPs per token" in lines[0] and "logits to hold in memory" in lines[1]
+    text_ = re.sub(r"\s+", " ", prose(NB06))
+    assert "those are operations for one position, these are numbers held in memory" in text_
+    assert "T = 8,192 happens to be 2 × 4,096" in text_
+
+
 # --- the pictures show the states the prose describes -------------------------------------
 
 def stored_pngs(path):

@@ -15,7 +15,7 @@ import ipywidgets as widgets
 
 import toy_model as tm
 import toy_widgets as tw
-from widget_tools import echo, find, press_enter, shown, summary, text
+from widget_tools import echo, figure_of, find, nats, press_enter, shown, summary, text
 
 TEXT = "the cat climbed the"
 ROOF, WALL = tm.VOCAB.index(" roof"), tm.VOCAB.index(" wall")
@@ -40,13 +40,66 @@ def test_panels_carry_their_css_class():
         assert f"w-{name}" in make()._dom_classes
 
 
+def name(j):
+    """A token as the widgets' titles name it: the "." token in quotes."""
+    return "'.'" if tw.TOKENS[j] == "." else tw.TOKENS[j]
+
+
+def softmax_by_hand(z):
+    e = np.exp(np.asarray(z, dtype=float) - np.max(z))
+    return e / e.sum()
+
+
 def check_playground(box, z, j):
-    """The chart shows softmax(z), the top bar highlighted; the line names z[j] and p."""
+    """The p chart shows softmax(z), the top bar highlighted; the logits above it show z, the
+    picked token highlighted; the line names z[j] and p, and so do the two titles, which the
+    stored picture carries."""
     line, _ = parts(box)
-    p = tm.softmax(z)
+    p = softmax_by_hand(z)
+    top = int(np.argmax(p))
     assert np.allclose(shown(box.chart), p)
-    assert box.chart.highlight == [int(np.argmax(p))]
+    assert box.chart.highlight == [top]
     assert text(line) == f"logit of {tw.TOKENS[j]}: {tw.fmt(z[j])} · " + summary(p)
+    assert box.charts["p"] is box.chart
+    assert np.allclose(shown(box.charts["z"]), z) and box.charts["z"].highlight == [j]
+    assert box.charts["z"].title == f'your logits after "{TEXT}": {name(j)} at {tw.fmt(z[j])}'
+    assert box.chart.title == (f"p = softmax(z): {name(top)} leads with {tw.fmt(p[top])} · "
+                               f"entropy {tw.fmt(nats(p))} nats")
+
+
+def tick_names(ax):
+    return [t.get_text() for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
+
+
+@pytest.mark.parametrize("make", [tw.logit_playground, tw.logit_shift])
+def test_logits_over_p_name_each_token_once_with_room_between_the_names(make):
+    """The logits sit above p, one column per token; only p's axis names the tokens, and
+    neighbouring names, slanted at 45°, are further apart across the slant than 1.5 times
+    their text's size (side by side, the two panels' names ran into each other)."""
+    box = make()
+    fig = figure_of(box)
+    ax_z, ax_p = fig.axes
+    fig.canvas.draw()
+    assert ax_z.get_shared_x_axes().joined(ax_z, ax_p)
+    assert not any(t.get_visible() for t in ax_z.get_xticklabels() if t.get_text())
+    assert len(tick_names(ax_p)) == len(tm.VOCAB)
+    x = [ax_p.transData.transform((i, 0))[0] for i in range(len(tm.VOCAB))]
+    gap = min(np.diff(x)) * np.sin(np.pi / 4)
+    size = max(t.get_fontsize() for t in ax_p.get_xticklabels() if t.get_text() != "'.'") * fig.dpi / 72
+    assert gap >= 1.5 * size, f"{gap:.0f} px between names of {size:.0f} px"
+
+
+@pytest.mark.parametrize("make", [tw.logit_playground, tw.logit_shift, tw.attention_switch,
+                                  tw.tying_switch])
+def test_the_full_stop_tick_reads_from_the_back_of_the_room(make):
+    """The '.' token's tick: upright, bold and at least 1.5 times the size of the others, so
+    its dot does not vanish between its quotes."""
+    fig = figure_of(make())
+    ax = fig.axes[-1]
+    labels = {t.get_text(): t for t in ax.get_xticklabels()}
+    stop, others = labels.pop("'.'"), list(labels.values())
+    assert stop.get_rotation() == 0 and stop.get_fontweight() == "bold"
+    assert stop.get_fontsize() >= 1.5 * max(t.get_fontsize() for t in others)
 
 
 def test_logit_playground_shows_the_models_p_and_keeps_exact_logits_through_the_echo():

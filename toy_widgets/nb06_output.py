@@ -248,6 +248,51 @@ def _last_logits(text, **options):
     return run(text, **options)["logits"][-1]
 
 
+def _z_over_p(name, z, p, z_title, p_title, z_highlight):
+    """A live figure of the logits z (above) over p (below), one column per token, the
+    tokens named once, under p, so that no two labels share a column. The titles move
+    with the state, so the widget's stored picture says what its text line says."""
+    fig, _ = live_figure(name, 7.2, 3.7)
+    fig.clear()
+    ax_z, ax_p = fig.subplots(2, 1, sharex=True)
+    z_chart = BarChart(ax_z, z, None, ylabel="logit z", ymax=None, color=SKY, xlabel="")
+    ax_z.axhline(0, color=GREY, linewidth=0.8)
+    ax_z.set_ylim(-11, 11)
+    ax_z.tick_params(labelbottom=False)
+    p_chart = BarChart(ax_p, p, None)
+    stop_tick(ax_p)
+    z_chart.set(z, highlight=z_highlight)
+    set_titles({ax_z: z_title, ax_p: p_title})      # laid out with the first titles
+    freeze_layout(fig)
+    live_artists(fig, [*z_chart.bars, *p_chart.bars, ax_z.title, ax_p.title])
+    return fig, z_chart, p_chart
+
+
+def set_titles(titles):
+    """Each axes' title, in the figure's 10 pt (ax.set_title would reset the size)."""
+    for ax, title in titles.items():
+        ax.title.set_text(title)
+        ax.title.set_fontsize(10)
+
+
+def stop_tick(ax):
+    """The '.' token's tick label bold and larger: small, its quotes read as a quoted
+    space from the back of a room."""
+    for label in ax.get_xticklabels():
+        if label.get_text() == token_name("."):
+            label.update({"fontsize": 16, "fontweight": "bold", "rotation": 0, "ha": "center"})
+
+
+def _z_title(text, z, j):
+    return f'your logits after "{text}": {token_name(j)} at {fmt(z[j])}'
+
+
+def _p_title(p):
+    top = int(np.argmax(p))
+    return (f"p = softmax(z): {token_name(top)} leads with {fmt(p[top])} · "
+            f"entropy {fmt(entropy(p))} nats")
+
+
 def logit_playground(text="the cat climbed the"):
     """Edit one logit of the last row (pick the token, drag or type its logit): p follows.
 
@@ -257,7 +302,8 @@ def logit_playground(text="the cat climbed the"):
     z0 = _last_logits(text)
     roof = VOCAB.index(" roof")
     state = WidgetState(z=z0.copy(), token=roof)
-    chart = live_chart("logit-playground", softmax(z0), f'p after "{text}", from your logits')
+    fig, z_chart, chart = _z_over_p("logit-playground", z0, softmax(z0), _z_title(text, z0, roof),
+                                    _p_title(softmax(z0)), roof)
     pick = widgets.Dropdown(options=[(t, j) for j, t in enumerate(TOKENS)], value=roof,
                             description="token")
     slider = widgets.FloatSlider(value=z0[roof], min=-10, max=10, step=0.1, description="its logit",
@@ -270,7 +316,10 @@ def logit_playground(text="the cat climbed the"):
     def update():
         j = state.token
         p = softmax(state.z)
-        chart.show(p, highlight=int(np.argmax(p)))
+        z_chart.set(state.z, highlight=j)
+        chart.set(p, highlight=int(np.argmax(p)))
+        set_titles({z_chart.ax: _z_title(text, state.z, j), chart.ax: _p_title(p)})
+        redraw(fig)
         say(line, f"logit of {token_name(j)}: {fmt(state.z[j])} · " + p_summary(p))
         state.set(slider, float(np.clip(state.z[j], slider.min, slider.max)))
 
@@ -309,9 +358,13 @@ def logit_playground(text="the cat climbed the"):
     reset.on_click(guarded(area, on_reset, state))
     update()
     root = panel("logit-playground", widgets.HBox([pick, slider]), widgets.HBox([typed, reset]),
-                 chart.fig.canvas, line, area)
-    root.chart, root.state = chart, state                     # for tests
+                 fig.canvas, line, area)
+    root.chart, root.charts, root.state = chart, {"z": z_chart, "p": chart}, state   # for tests
     return root
+
+
+def _shift_title(c):
+    return f"the logits z + c, with c = {plain(c)}"
 
 
 def logit_shift(text="the cat climbed the"):
@@ -320,15 +373,9 @@ def logit_shift(text="the cat climbed the"):
     z0 = _last_logits(text)
     p0 = softmax(z0)
     top = int(np.argmax(z0))
-    fig, _ = live_figure("logit-shift", 10, 3.4)
-    fig.clear()
-    ax_z, ax_p = fig.subplots(1, 2)
-    z_chart = BarChart(ax_z, z0, "the logits z + c", ylabel="logit", ymax=None, color=SKY)
+    fig, z_chart, p_chart = _z_over_p("logit-shift", z0, p0, _shift_title(0.0), _p_title(p0), top)
+    ax_z = z_chart.ax
     ax_z.set_ylim(-14, 14)
-    ax_z.axhline(0, color=GREY, linewidth=0.8)
-    p_chart = BarChart(ax_p, p0, "p = softmax(z + c)")
-    freeze_layout(fig)
-    live_artists(fig, [*z_chart.bars, *p_chart.bars])
     slider = widgets.FloatSlider(value=0, min=-10, max=10, step=0.1, description="add c",
                                  continuous_update=True, readout=False)
     typed = widgets.Text(value="", placeholder="or type any c, then Enter",
@@ -342,9 +389,12 @@ def logit_shift(text="the cat climbed the"):
         p = softmax(z)
         z_chart.set(z, highlight=top)
         p_chart.set(p, highlight=int(np.argmax(p)))
+        set_titles({z_chart.ax: _shift_title(c), p_chart.ax: _p_title(p)})
         lo, hi = min(-14, z.min() - 1), max(14, z.max() + 1)
         if (lo, hi) != ax_z.get_ylim():
             ax_z.set_ylim(lo, hi)
+            fig.set_layout_engine("constrained")    # wider tick labels (-1000): lay out again
+            freeze_layout(fig)
             fig.canvas.draw_idle()                  # the axis changes: draw it all
         else:
             redraw(fig)
@@ -376,6 +426,7 @@ def _switch(name, option, labels, text, title, on=True):
     its picture shows both settings. labels = (label when True, label when False)."""
     state = WidgetState(text=text, on=on)
     chart = live_chart(name, softmax(_last_logits(text)), title)
+    stop_tick(chart.ax)
     flipped = BarChart(chart.ax, np.zeros(len(TOKENS)), outline=labels[1 if on else 0], color="black")
     handles = [Patch(color=chart.color), Patch(color=chart.accent), flipped.bars[0]]
     legend = chart.ax.legend(handles, ["", "", ""], loc="upper right")
