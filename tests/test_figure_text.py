@@ -315,7 +315,10 @@ def generation_stepper_states():
     steps = [(f"step {k}", step.click) for k in range(1, 8)]
     return root, steps + [("T = 0.25", lambda: setattr(t_box, "value", 0.25)),
                           ("the prompt ends the text",
-                           lambda: setattr(prompt, "value", "the cat<|endoftext|>"))]
+                           lambda: setattr(prompt, "value", "the cat<|endoftext|>")),
+                          ("the longest text and token",                  # 7 tokens + one
+                           lambda: (setattr(prompt, "value", "the dog climbed the floor. the"),
+                                    step.click()))]
 
 
 STATES = {"w-mask-heads": mask_and_heads_states, "w-query-picker": query_picker_states,

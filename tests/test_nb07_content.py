@@ -80,10 +80,38 @@ def test_the_stepper_a_class_sees_first_writes_a_sentence():
 
     root = tw.generation_stepper(**args)
     button = next(w for w in walk(root) if type(w).__name__ == "Button")
-    for want in steps:
+    drawn = args.get("steps", 0)                  # drawn before the widget is shown
+    assert root.state.ids == ids[:len(ids) - len(steps) + drawn]
+    for want in steps[drawn:]:
         button.click()
         assert root.state.ids[-1] == want["next"]
     assert button.disabled and root.state.ids == ids
+
+
+def test_the_stepper_picture_shows_the_text_and_the_token_the_prose_describes():
+    """Its stored picture is its first state: built with one token drawn, the chart's title
+    gives the text so far and the drawn token, the drawn bar is orange and marked; the
+    token is the one an independent loop draws first."""
+    args = stepper_call()
+    assert args.get("steps") == 1, "the picture shows a draw"
+    (first,) = our_loop(args["prompt"], args["temperature"], args["seed"])[:1]
+    root = tw.generation_stepper(**args)
+    name = "'.'" if tm.show(first) == "." else tm.show(first)
+    text_line, draw_line = root.chart.title.split("\n")
+    assert text_line == f'"{args["prompt"]}{tm.VOCAB[first]}" (2 of {tm.N_CTX} tokens)'
+    assert draw_line.startswith(f"step 1: {name} drawn")
+    assert root.chart.highlight == [first]
+    marker = next(t for t in root.chart.ax.texts if t.get_text() == "drawn")
+    assert marker.get_visible() and marker.xy[0] == first
+    assert f"the token drawn, {name}" in prose().replace("\n", " ")
+    assert "`steps=1`" in prose()
+
+
+@pytest.mark.parametrize("steps", [-1, 9, 1.5, "1", True])
+def test_the_stepper_refuses_a_bad_number_of_steps_with_a_sentence(steps):
+    with pytest.raises(ValueError, match=r"^steps \(the tokens drawn before the widget is shown\) "
+                                         r"must be a whole number, 0 to 8"):
+        tw.generation_stepper(steps=steps)
 
 
 def test_the_prose_says_which_seed_and_that_most_seeds_go_wrong():
@@ -102,7 +130,7 @@ def test_a_drawn_full_stop_is_named_in_quotes():
     next(w for w in walk(root) if type(w).__name__ == "Button").click()
     status = [text(w) for w in walk(root) if type(w).__name__ == "HTML" and "Step 1" in w.value]
     assert status == ["Step 1: drew '.', which had p = 1.000."]
-    assert root.chart.title.startswith("step 1: '.' drawn")
+    assert root.chart.title.split("\n")[1].startswith("step 1: '.' drawn")
 
 
 # --- the temperature picture ------------------------------------------------------------
@@ -140,6 +168,52 @@ def test_the_prose_of_the_explorer_matches_its_first_picture():
 
 
 # --- the crop and the KV cache -----------------------------------------------------------
+
+def headings():
+    return [line for c in CELLS if c["cell_type"] == "markdown"
+            for line in source(c).splitlines() if line.startswith("## ")]
+
+
+def test_the_crop_is_a_side_road_after_the_exercises_and_after_the_kv_cache():
+    """The crop's passage needs the KV cache: it comes after the section that teaches the
+    cache, as the one "Going further" part, after the exercises and before the links."""
+    found = headings()
+    assert found[-2:] == ["## Check yourself", "## Going further: when the context is full"]
+    markdown = [source(c) for c in CELLS if c["cell_type"] == "markdown"]
+    going = next(i for i, m in enumerate(markdown) if m.startswith("## Going further"))
+    assert markdown[-1].startswith("← ") and "crops" in markdown[going]
+    taught = next(i for i, m in enumerate(markdown) if "**KV cache**" in m)
+    assert taught < going and "KV cache" in "".join(markdown[going:])
+
+
+def test_every_term_of_the_cache_is_taught_before_it_is_used():
+    text_ = prose()
+    assert text_.index("KV cache") == text_.index("**KV cache**") + 2
+
+
+def ln_by_hand(x):
+    return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+
+
+def test_the_cached_keys_are_both_heads_side_by_side_as_the_prose_says():
+    """The keys kept are one row per position, head 1's two columns then head 2's: computed
+    here from the weights (ln_1, then c_attn's key columns), without forward."""
+    ids = tm.encode("the cat climbed the")
+    P_ = tm.PARAMS
+    blk = P_["blocks"][0]
+    x = np.asarray(P_["wte"])[ids] + np.asarray(P_["wpe"])[:len(ids)]
+    a = ln_by_hand(x) * blk["ln_1"]["g"] + blk["ln_1"]["b"]
+    d = x.shape[1]
+    k = a @ np.asarray(blk["attn"]["c_attn"]["w"])[:, d:2 * d] + np.asarray(blk["attn"]["c_attn"]["b"])[d:2 * d]
+    cache = []
+    tm.forward(ids, cache=cache)
+    assert len(cache) == 1 and np.allclose(cache[0]["k"], k)
+    half = d // tm.N_HEAD
+    (cell,) = [c for c in CELLS if c["cell_type"] == "code" and "cache[0][\"k\"][:, :2]" in source(c)]
+    assert f"keys kept: {k.shape}" in outputs(cell)
+    assert (f"head 1's keys, columns 1-2: {(len(ids), half)} · head 2's keys, columns 3-4: "
+            f"{(len(ids), half)}") in outputs(cell)
+    assert "side by side" in prose() and "head 1's two key dimensions, then head 2's" in prose()
 
 def test_the_crop_moves_the_start_mark_onto_cat():
     """Only position 1 has a non-zero position embedding, and the stored crop loop shows

@@ -90,7 +90,7 @@ def test_logits_over_p_name_each_token_once_with_room_between_the_names(make):
 
 
 @pytest.mark.parametrize("make", [tw.logit_playground, tw.logit_shift, tw.attention_switch,
-                                  tw.tying_switch])
+                                  tw.tying_switch, tw.temperature_explorer, tw.generation_stepper])
 def test_the_full_stop_tick_reads_from_the_back_of_the_room(make):
     """The '.' token's tick: upright, bold and at least 1.5 times the size of the others, so
     its dot does not vanish between its quotes."""

@@ -6,12 +6,13 @@ import ipywidgets as widgets
 import numpy as np
 
 import toy_model as _model
-from toy_checks import check_seed
-from toy_model import (EOT, N_CTX, VOCAB, check_ids, encode, entropy, forward, next_token_probs,
-                       sample, token_name)
+from toy_checks import as_count, check_seed
+from toy_model import (EOT, N_CTX, VOCAB, check_ids, decode, encode, entropy, forward,
+                       next_token_probs, sample, token_name)
 
 from .draw import GREY, MONOSPACE, ORANGE, TOKENS, VERMILION, fmt
 from .kit import builder_text, typed_number
+from .nb06_output import stop_tick
 from .kit import (BarChart, WidgetState, guarded, live_artists, live_chart, message_area, on_change,
                   panel, plain, slider_move)
 from .exercises import _TEXT, choice_exercise, code_exercise, count_exercise, number_exercise
@@ -290,6 +291,7 @@ def temperature_explorer(prompt="the cat climbed the"):
                        width=7.2, height=3.4, moving_title=False)
     ax = chart.ax
     ax.title.set_fontsize(10)
+    stop_tick(ax)
     before = BarChart(ax, np.zeros(n), outline="before top-k and top-p cut it", color=GREY)
     chart.bars.set_label("drawn from: after temperature, top-k, top-p")
     ax.legend(handles=[chart.bars, before.bars], loc="upper left", fontsize=8)
@@ -345,15 +347,18 @@ def temperature_explorer(prompt="the cat climbed the"):
     return root
 
 
-def generation_stepper(prompt="the cat climbed the", temperature=1.0, seed=0):
+def generation_stepper(prompt="the cat climbed the", temperature=1.0, seed=0, steps=0):
     """w-generate-steps: draw the next token one click at a time.
 
     "next token" draws from the last row's distribution at the current temperature
     (0 = greedy) with a numpy Generator seeded at reset, appends the token and shows
     the distribution it came from. Changing the temperature shows the next token's
     distribution at the new temperature. Changing the prompt or the seed starts again,
-    so a given seed always gives the same sequence (the same one tm.generate gives)."""
+    so a given seed always gives the same sequence (the same one tm.generate gives).
+    steps: tokens drawn before the widget is shown, as that many clicks would (its stored
+    picture then shows a draw); reset goes back to the prompt."""
     prompt = builder_text(prompt, "generation_stepper", temperature=temperature, seed=seed)
+    steps = as_count(steps, "steps (the tokens drawn before the widget is shown)", low=0, high=N_CTX)
     n = len(VOCAB)
     style = {"description_width": "7em"}
     prompt_box = widgets.Text(value=prompt, description="prompt", continuous_update=False,
@@ -370,9 +375,10 @@ def generation_stepper(prompt="the cat climbed the", temperature=1.0, seed=0):
     area = message_area()
     area.layout.min_height = "1.6em"                # an error line does not push the chart down
 
-    chart = live_chart("generate-steps", np.zeros(n),
-                       "the distribution the next token will be drawn from", width=7.2)
+    chart = live_chart("generate-steps", np.zeros(n),        # two lines: the text, then p
+                       "the text so far\nthe distribution the next token will be drawn from", width=7.2)
     chart.ax.title.set_fontsize(10)
+    stop_tick(chart.ax)
     marker = chart.ax.annotate(                     # points at the drawn token, however small
         "drawn", (0, 0), xytext=(0, 18), textcoords="offset points", ha="center", fontsize=9,
         color=VERMILION, arrowprops={"arrowstyle": "->", "color": VERMILION}, visible=False)
@@ -396,13 +402,18 @@ def generation_stepper(prompt="the cat climbed the", temperature=1.0, seed=0):
         text_view.value = (f'<span style="font-family:{MONOSPACE};font-size:1.1em;white-space:pre">'
                            f'{prompt_part}<b>{added}</b></span> ({len(state.ids)} of {N_CTX} tokens)')
 
+    def text_so_far():
+        """The text as the chart's title names it (the widget's text line, in short)."""
+        return f'"{decode(state.ids)}" ({len(state.ids)} of {N_CTX} tokens)'
+
     def show_next():
         """The chart shows the distribution the next token will be drawn from."""
         if state.done:
             return
         marker.set_visible(False)
-        chart.show(next_token_probs(forward(state.ids)[-1], state.T),
-                   title=f"the distribution the next token will be drawn from (T = {plain(state.T)})")
+        chart.ax.title.set_text(f"{text_so_far()}\nthe distribution the next token will be drawn "
+                                f"from (T = {plain(state.T)})")
+        chart.show(next_token_probs(forward(state.ids)[-1], state.T))
 
     def finish_if_done(drawn):
         ids = state.ids
@@ -432,7 +443,8 @@ def generation_stepper(prompt="the cat climbed the", temperature=1.0, seed=0):
         status.value = f"Seed {s}: press <b>next token</b> to draw one token."
         if finish_if_done(drawn=False):
             marker.set_visible(False)
-            chart.show(np.zeros(n), title="nothing to draw: the prompt ends the text")
+            chart.ax.title.set_text(f"{text_so_far()}\nnothing to draw: the prompt ends the text")
+            chart.show(np.zeros(n))
         else:
             show_next()
 
@@ -455,8 +467,9 @@ def generation_stepper(prompt="the cat climbed the", temperature=1.0, seed=0):
         marker.xyann = (0, 18) if p[nxt] < 0.8 else (-32, -12)   # tall bar: beside its top
         marker.set_ha("center" if p[nxt] < 0.8 else "right")
         marker.set_visible(True)
-        chart.show(p, highlight=nxt, title=f"step {k}: {token_name(nxt)} drawn from this distribution "
-                                           f"(T = {plain(state.T)})")
+        chart.ax.title.set_text(f"{text_so_far()}\nstep {k}: {token_name(nxt)} drawn from this "
+                                f"distribution (T = {plain(state.T)})")
+        chart.show(p, highlight=nxt)
         show_text(new=nxt)
         status.value = f"Step {k}: drew <b>{html.escape(token_name(nxt))}</b>, which had p = {fmt(p[nxt])}."
         finish_if_done(drawn=True)
@@ -471,6 +484,8 @@ def generation_stepper(prompt="the cat climbed the", temperature=1.0, seed=0):
     on_change(seed_box, area, state, reset)
     on_change(t_box, area, state, on_temperature)
     guarded(area, reset, state)()
+    for _ in range(steps):
+        guarded(area, step, state)()
     root = panel("generate-steps", prompt_box, widgets.HBox([t_box, seed_box]),
                  widgets.HBox([step_button, reset_button]), text_view, status, area,
                  chart.fig.canvas)
