@@ -138,3 +138,33 @@ def test_the_cost_helpers_name_a_bad_input():
         tg.count_params(None)
     with pytest.raises(ValueError, match="cache is True or False"):
         tg.time_generation([1, 2], tm.PARAMS, 2, 1, cache="yes")
+
+
+def test_the_stored_lab_says_only_what_it_shows_and_cites_what_gpt2_does():
+    """Stored without the weights, every "[the toy, as GPT-2]" column is the toy again: the
+    prose says so, states GPT-2 small's results as what a run with its weights shows, and
+    what is published about them with its source, never as if it were on the page."""
+    import json
+    import re
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "09_gpt2.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    outputs = "".join("".join(o.get("text", [])) for c in cells for o in c.get("outputs", []))
+    assert "[the toy, as GPT-2]" in outputs and "[GPT-2 small]" not in outputs.replace(
+        "[GPT-2 small] its four files", "")                          # a run without the weights
+    prose = re.sub(r"\s+", " ", "\n".join("".join(c["source"]) for c in cells
+                                          if c["cell_type"] == "markdown"))
+    for claim in ["with GPT-2 the last two rows are far from 0", "GPT-2 spreads p over",
+                  "Heads in GPT-2 are known to specialise", "GPT-2 goes on to 20 here",
+                  "With GPT-2 the first two rows say True"]:
+        assert claim not in prose, f"stated as if it were on the page: {claim!r}"
+    assert "every table below that sets `[the toy]` beside `[the toy, as GPT-2]` shows one model twice" in prose
+    assert prose.count("In the stored run") + prose.count("in the stored run") >= 6
+    for source in ['Wang et al. (2022, "Interpretability in the Wild"',
+                   'Vig and Belinkov (2019, "Analyzing the Structure of Attention',
+                   'Xiao et al. (2023, "Efficient Streaming Language Models with Attention Sinks")']:
+        assert source in prose
+    # the paper counts layers and heads from 0; the widget's sliders from 1
+    for layer, head in [(2, 2), (4, 11)]:
+        assert f"layer {layer + 1}, head {head + 1}" in prose
+    assert "heads 2.2 and 4.11" in prose
