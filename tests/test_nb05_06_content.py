@@ -225,6 +225,17 @@ def test_06_says_which_1050673152_is_which():
 
 # --- the pictures show the states the prose describes -------------------------------------
 
+def test_06_describes_the_logits_above_p_as_the_widgets_draw_them():
+    """The playground and the shift draw the logits in the upper axes, p in the lower."""
+    for make in (tw.logit_playground, tw.logit_shift):
+        box = make()
+        fig = box.charts["p"].fig
+        upper, lower = sorted(fig.axes, key=lambda ax: -ax.get_position().y0)
+        assert upper is box.charts["z"].ax and lower is box.charts["p"].ax
+    text_ = re.sub(r"\s+", " ", prose(NB06))
+    assert "The upper chart shows the twelve logits, your token's in orange; the lower one shows p" in text_
+    assert "Watch the logits above, p below" in text_ and "on the left" not in text_
+
 def stored_pngs(path):
     return {"".join(c["source"]).strip(): output_pngs(o["data"])[0]
             for c in load(path)["cells"] for o in c.get("outputs", []) if output_pngs(o.get("data", {}))}
