@@ -217,7 +217,7 @@ def main():
     report(f"PyTorch {torch.__version__} + transformers {transformers.__version__} "
            f"(GPT2LMHeadModel, CPU, {torch.get_num_threads()} threads, inference_mode)", theirs)
     print("\nnumpy time / PyTorch time, of the medians (over the rounds: lowest to highest; "
-          "issue 28's target: at most 1.0 on the first three):")
+          "the course's target: at most 1.0 on the first three):")
     for key, label in FIGURES.items():
         if key in ours:
             per_round = ours[key] / theirs[key]
