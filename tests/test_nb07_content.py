@@ -80,38 +80,36 @@ def test_the_stepper_a_class_sees_first_writes_a_sentence():
 
     root = tw.generation_stepper(**args)
     button = next(w for w in walk(root) if type(w).__name__ == "Button")
-    drawn = args.get("steps", 0)                  # drawn before the widget is shown
-    assert root.state.ids == ids[:len(ids) - len(steps) + drawn]
-    for want in steps[drawn:]:
+    for want in steps:
         button.click()
         assert root.state.ids[-1] == want["next"]
     assert button.disabled and root.state.ids == ids
 
 
-def test_the_stepper_picture_shows_the_text_and_the_token_the_prose_describes():
-    """Its stored picture is its first state: built with one token drawn, the chart's title
-    gives the text so far and the drawn token, the drawn bar is orange and marked; the
-    token is the one an independent loop draws first."""
+def test_the_stepper_picture_shows_the_text_and_what_the_prose_says_of_it():
+    """Its stored picture is its first state: the chart's title gives the text so far and
+    says the bars are the first token's distribution, nothing is highlighted; after one
+    press the title names the text and the drawn token, the one an independent loop draws
+    first, and its bar is orange and marked. The prose says both."""
     args = stepper_call()
-    assert args.get("steps") == 1, "the picture shows a draw"
-    (first,) = our_loop(args["prompt"], args["temperature"], args["seed"])[:1]
     root = tw.generation_stepper(**args)
+    text_line, bars_line = root.chart.title.split("\n")
+    assert text_line == f'"{args["prompt"]}" ({len(tm.encode(args["prompt"]))} of {tm.N_CTX} tokens)'
+    assert bars_line == f"the distribution the next token will be drawn from (T = {args['temperature']})"
+    assert np.allclose(root.chart.values, p_after(args["prompt"])) and root.chart.highlight == []
+    marker = next(t for t in root.chart.ax.texts if t.get_text() == "drawn")
+    assert not marker.get_visible()
+    first = our_loop(args["prompt"], args["temperature"], args["seed"])[0]
     name = "'.'" if tm.show(first) == "." else tm.show(first)
+    next(w for w in walk(root) if type(w).__name__ == "Button").click()
     text_line, draw_line = root.chart.title.split("\n")
     assert text_line == f'"{args["prompt"]}{tm.VOCAB[first]}" (2 of {tm.N_CTX} tokens)'
     assert draw_line.startswith(f"step 1: {name} drawn")
-    assert root.chart.highlight == [first]
-    marker = next(t for t in root.chart.ax.texts if t.get_text() == "drawn")
-    assert marker.get_visible() and marker.xy[0] == first
-    assert f"the token drawn, {name}" in prose().replace("\n", " ")
-    assert "`steps=1`" in prose()
-
-
-@pytest.mark.parametrize("steps", [-1, 9, 1.5, "1", True])
-def test_the_stepper_refuses_a_bad_number_of_steps_with_a_sentence(steps):
-    with pytest.raises(ValueError, match=r"^steps \(the tokens drawn before the widget is shown\) "
-                                         r"must be a whole number, 0 to 8"):
-        tw.generation_stepper(steps=steps)
+    assert root.chart.highlight == [first] and marker.get_visible() and marker.xy[0] == first
+    text_ = prose().replace("\n", " ")
+    assert (f"Before the first press, the chart's title gives the text so far, \"{args['prompt']}\", "
+            "and the bars the distribution the first token will be drawn from") in text_
+    assert "the title names it" in text_ and "marked \"drawn\"" in text_
 
 
 def test_the_prose_says_which_seed_and_that_most_seeds_go_wrong():

@@ -6,7 +6,7 @@ import ipywidgets as widgets
 import numpy as np
 
 import toy_model as _model
-from toy_checks import as_count, check_seed
+from toy_checks import check_seed
 from toy_model import (EOT, N_CTX, VOCAB, check_ids, decode, encode, entropy, forward,
                        next_token_probs, sample, token_name)
 
@@ -347,18 +347,15 @@ def temperature_explorer(prompt="the cat climbed the"):
     return root
 
 
-def generation_stepper(prompt="the cat climbed the", temperature=1.0, seed=0, steps=0):
+def generation_stepper(prompt="the cat climbed the", temperature=1.0, seed=0):
     """w-generate-steps: draw the next token one click at a time.
 
     "next token" draws from the last row's distribution at the current temperature
     (0 = greedy) with a numpy Generator seeded at reset, appends the token and shows
     the distribution it came from. Changing the temperature shows the next token's
     distribution at the new temperature. Changing the prompt or the seed starts again,
-    so a given seed always gives the same sequence (the same one tm.generate gives).
-    steps: tokens drawn before the widget is shown, as that many clicks would (its stored
-    picture then shows a draw); reset goes back to the prompt."""
+    so a given seed always gives the same sequence (the same one tm.generate gives)."""
     prompt = builder_text(prompt, "generation_stepper", temperature=temperature, seed=seed)
-    steps = as_count(steps, "steps (the tokens drawn before the widget is shown)", low=0, high=N_CTX)
     n = len(VOCAB)
     style = {"description_width": "7em"}
     prompt_box = widgets.Text(value=prompt, description="prompt", continuous_update=False,
@@ -484,8 +481,6 @@ def generation_stepper(prompt="the cat climbed the", temperature=1.0, seed=0, st
     on_change(seed_box, area, state, reset)
     on_change(t_box, area, state, on_temperature)
     guarded(area, reset, state)()
-    for _ in range(steps):
-        guarded(area, step, state)()
     root = panel("generate-steps", prompt_box, widgets.HBox([t_box, seed_box]),
                  widgets.HBox([step_button, reset_button]), text_view, status, area,
                  chart.fig.canvas)
