@@ -39,7 +39,7 @@ def kernel(monkeypatch):
     every earlier test's objects in the heap. Those are left out of the collections
     (gc.freeze) while the test runs; nothing the tests count depends on them."""
     fake = Kernel()
-    monkeypatch.setattr(kit, "_kernel", lambda: fake)
+    monkeypatch.setattr(kit, "running_kernel", lambda: fake)
     gc.freeze()
     try:
         yield fake

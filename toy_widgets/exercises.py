@@ -424,8 +424,9 @@ def exercise(key, function=None):
 # The exercises of notebooks 01-07. Each fact is computed from the model when it is
 # needed; `_model` is toy_model itself (its functions, not a notebook's variables).
 
-_TEXT = "the cat climbed the"
+EXAMPLE_TEXT = "the cat climbed the"
 
 
-def _tok(name):
+def token_id(name):
+    """The id of a token given in show's form (␣cat, ed)."""
     return TOKENS.index(name)

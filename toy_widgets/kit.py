@@ -228,7 +228,7 @@ def panel(name, *children):
 _BUILT = {}                     # notebook cell id -> [(id of the run, root widget it built)]
 
 
-def _kernel():
+def running_kernel():
     """The ipykernel running this code, or None (a script, a test)."""
     try:
         from IPython import get_ipython
@@ -241,7 +241,7 @@ def _cell():
     """(id of the notebook cell running now, id of this run of it), or None where the front
     end does not say (a script, a console, nbclient). JupyterLab sends the cell's id with
     each request to run code, in the request's metadata."""
-    kernel = _kernel()
+    kernel = running_kernel()
     try:
         parent = kernel.get_parent() if kernel is not None else None
     except (AttributeError, TypeError):             # an ipykernel older than 6

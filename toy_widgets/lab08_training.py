@@ -12,7 +12,7 @@ from toy_model import PARAMS, VOCAB, encode, forward
 
 from .draw import BLUE, GREEN, GREY, ORANGE, PURPLE, TOKENS, fmt, freeze_layout, new_figure, static, token_name
 from .kit import canvas_ready, live_artists, live_figure, panel, redraw
-from .exercises import _TEXT, _tok, choice_exercise, code_exercise, number_exercise
+from .exercises import EXAMPLE_TEXT, token_id, choice_exercise, code_exercise, number_exercise
 
 
 # The training lab: a live loss curve while the toy trains, a static plot of finished
@@ -132,7 +132,7 @@ def loss_curves(histories, title="Loss during training"):
 
 def _example():
     """The Output page's example: ids, targets (the next tokens, then ␣roof), its logits."""
-    ids = encode(_TEXT)
+    ids = encode(EXAMPLE_TEXT)
     return ids, ids[1:] + [VOCAB.index(" roof")], forward(ids)
 
 
@@ -140,7 +140,7 @@ def _dz_row(row, token):
     """d(-ln p(target)) / dz for `token` on row `row` (1 to 5) of the example, that row's own loss."""
     ids, targets, logits = _example()
     i = row - 1
-    return float(toy_train.softmax_cross_entropy_backward(logits[i:i + 1], targets[i:i + 1])[0, _tok(token)])
+    return float(toy_train.softmax_cross_entropy_backward(logits[i:i + 1], targets[i:i + 1])[0, token_id(token)])
 
 
 number_exercise(
@@ -215,7 +215,7 @@ def _after_prompt():
 
 def _share():
     counts = _after_prompt()
-    return counts[_tok(_TOKEN_4)] / counts.sum()
+    return counts[token_id(_TOKEN_4)] / counts.sum()
 
 
 def _best_split():
@@ -229,11 +229,11 @@ number_exercise(
     answer=_share, fractions=True,
     hints=lambda: [(1.0, "p = 1 would be perfect only if this token always came next; when another "
                     "token comes, −ln p of it would be infinite."),
-                   (_after_prompt()[_tok(_TOKEN_4)] / len(toy_train.load_corpus()),
+                   (_after_prompt()[token_id(_TOKEN_4)] / len(toy_train.load_corpus()),
                     f"Count only the sentences that begin with \"{_PROMPT_4}\", not every "
                     "line of the corpus.")],
     solution=lambda: (
-        f"The corpus's own frequency, {_after_prompt()[_tok(_TOKEN_4)]}/{_after_prompt().sum()} = "
+        f"The corpus's own frequency, {_after_prompt()[token_id(_TOKEN_4)]}/{_after_prompt().sum()} = "
         f"{fmt(_share())}. After \"{_PROMPT_4}\" the corpus goes on with: "
         f"{_best_split()}. The loss over those cases, a sum of count × (−ln p) over the tokens, is "
         "smallest when each p equals its token's share of the count. A model trained on the "

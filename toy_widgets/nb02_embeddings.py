@@ -11,7 +11,7 @@ from .draw import BLUE, GREY, TOKENS, VERMILION, fmt, tick_label
 from .kit import builder_text
 from .kit import (WidgetState, guarded, live_artists, live_figure, message_area, on_change, panel,
                   picked, redraw)
-from .exercises import _TEXT, _tok, choice_exercise, code_exercise, number_exercise
+from .exercises import EXAMPLE_TEXT, token_id, choice_exercise, code_exercise, number_exercise
 
 
 _S2 = " dog climbed the"
@@ -39,12 +39,12 @@ number_exercise(
 
 def _distances_to_cat():
     E = PARAMS["wte"]
-    return np.linalg.norm(E - E[_tok("␣cat")], axis=1)
+    return np.linalg.norm(E - E[token_id("␣cat")], axis=1)
 
 
 def _closest_to_cat():
     d = _distances_to_cat()
-    d[_tok("␣cat")] = np.inf
+    d[token_id("␣cat")] = np.inf
     return TOKENS[int(np.argmin(d))]
 
 
@@ -110,7 +110,7 @@ code_exercise(
             "per id: the token's row of E (`tm.PARAMS[\"wte\"]`) plus the row of P "
             "(`tm.PARAMS[\"wpe\"]`) for the place where the token stands in the whole text.",
     reference=lambda ids, start: embed(np.asarray(ids), PARAMS["wte"], PARAMS["wpe"], start),
-    cases=lambda: [(f'the ids of "{_TEXT}", start = 0', _rows_case(encode(_TEXT))),
+    cases=lambda: [(f'the ids of "{EXAMPLE_TEXT}", start = 0', _rows_case(encode(EXAMPLE_TEXT))),
                    ("the ids [3, 0] (␣dog, then the), start = 0", _rows_case([3, 0])),
                    ("the ids [5, 1] (ed ␣the) after 3 tokens, start = 3", _rows_case([5, 1], 3)),
                    ("the ids [0, 2] (the ␣cat) after 6 tokens, start = 6", _rows_case([0, 2], 6)),

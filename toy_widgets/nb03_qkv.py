@@ -11,10 +11,10 @@ from .draw import fmt
 from .kit import builder_text
 from .kit import (WidgetState, live_artists, live_chart, message_area, on_change, panel,
                   picked)
-from .exercises import _TEXT, choice_exercise, code_exercise, number_exercise
+from .exercises import EXAMPLE_TEXT, choice_exercise, code_exercise, number_exercise
 
 
-def _head(h=0, text=_TEXT):
+def _head(h=0, text=EXAMPLE_TEXT):
     return run(text)["heads"][h]
 
 
@@ -45,10 +45,10 @@ number_exercise(
     "03.2", "A query of zero. Row 2 (␣cat) has query 0, so all its scores are 0. Suppose row 5 "
             "(␣the) had query 0 as well. What weight would it give ␣climb? Predict it before you "
             "compute anything.",
-    answer=lambda: softmax(np.zeros(len(encode(_TEXT))))[2], fractions=True,
+    answer=lambda: softmax(np.zeros(len(encode(EXAMPLE_TEXT))))[2], fractions=True,
     hints=lambda: [
         (_head(0)["weights"][4, 2], "That is the real row 5: with query 0 every score is 0, so no key stands out."),
-        (1 / (len(encode(_TEXT)) - 1), "Row 5 may see all 5 keys, itself included."),
+        (1 / (len(encode(EXAMPLE_TEXT)) - 1), "Row 5 may see all 5 keys, itself included."),
         (1 / 2, "That is row 2, which sees only 2 keys; row 5 sees 5.")],
     solution=lambda: (
         f"{fmt(softmax(np.zeros(5))[2])}, that is 1/5. With query 0 every dot product is 0, so "
@@ -108,7 +108,7 @@ code_exercise(
             "`np.where(tm.causal_mask(n), scores, -np.inf)`, softmax along each row, then the "
             "weighted sum of the rows of v.",
     reference=lambda q, k, v: attention(q, k, v),
-    cases=lambda: [(f'head 1 of "{_TEXT}"', _qkv_case(0)), (f'head 2 of "{_TEXT}"', _qkv_case(1)),
+    cases=lambda: [(f'head 1 of "{EXAMPLE_TEXT}"', _qkv_case(0)), (f'head 2 of "{EXAMPLE_TEXT}"', _qkv_case(1)),
                    ("random q, k, v with 3 rows of 3 numbers", _random_qkv(3, 3, 0)),
                    ("random q, k, v with 6 rows of 4 numbers", _random_qkv(6, 4, 1))],
     mistakes=[(lambda q, k, v: attention(q * np.sqrt(q.shape[-1]), k, v),      # scores q kᵀ

@@ -11,7 +11,7 @@ from .draw import VERMILION, fmt, heatmap, new_figure, set_heatmap
 from .kit import builder_text
 from .kit import (WidgetState, guarded, live_artists, live_figure, message_area, on_change,
                   panel, picked, redraw)
-from .exercises import _TEXT, choice_exercise, code_exercise, count_exercise, number_exercise
+from .exercises import EXAMPLE_TEXT, choice_exercise, code_exercise, count_exercise, number_exercise
 
 
 count_exercise(
@@ -27,11 +27,11 @@ count_exercise(
 
 
 def _mask_rows():
-    return [f"row {i + 1} ({t})" for i, t in enumerate(run(_TEXT)["tokens"])]
+    return [f"row {i + 1} ({t})" for i, t in enumerate(run(EXAMPLE_TEXT)["tokens"])]
 
 
 def _mask_changes():
-    on, off = run(_TEXT), run(_TEXT, mask=False)
+    on, off = run(EXAMPLE_TEXT), run(EXAMPLE_TEXT, mask=False)
     return np.max([np.abs(on["heads"][h]["weights"] - off["heads"][h]["weights"]).max(axis=1)
                    for h in range(N_HEAD)], axis=0)
 
@@ -59,7 +59,7 @@ _COLUMN = np.array([2.0, 0.0, 1.0, 0.0])
 def _concat_last():
     """The last row of the concatenation as the question prints it (3 decimals): the
     numbers a learner computes with, so the answer is the one they can reach."""
-    r = run(_TEXT)
+    r = run(EXAMPLE_TEXT)
     row = np.hstack([r["heads"][0]["out"], r["heads"][1]["out"]])[-1]
     return np.array([float(fmt(c)) for c in row])
 
@@ -111,7 +111,7 @@ def _heads_of_model(q, k, v, n_head):
     return multi_head(np.hstack([q, k, v]), c_attn, c_proj, n_head)     # [n, d]
 
 
-def _qkv_of(text=_TEXT):
+def _qkv_of(text=EXAMPLE_TEXT):
     r = run(text)
     return r["q"], r["k"], r["v"]                   # each [n, d]: every head's columns
 
@@ -139,7 +139,7 @@ code_exercise(
             "neighbouring columns, run `tm.attention` on each head's three blocks, and place the "
             "heads' outputs side by side again: n × d.",
     reference=_heads_of_model,
-    cases=lambda: [(f'the toy\'s q, k, v for "{_TEXT}", 2 heads', (*_qkv_of(), 2)),
+    cases=lambda: [(f'the toy\'s q, k, v for "{EXAMPLE_TEXT}", 2 heads', (*_qkv_of(), 2)),
                    ("random q, k, v of 6 × 6, 3 heads", (*_random_qkv(6, 6, 0), 3)),
                    ("random q, k, v of 4 × 8, 4 heads", (*_random_qkv(4, 8, 1), 4)),
                    ("random q, k, v of 3 × 4, 1 head", (*_random_qkv(3, 4, 2), 1))],

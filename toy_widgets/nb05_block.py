@@ -11,7 +11,7 @@ from toy_model import DIMS, encode, run, token_name
 from .draw import MONOSPACE, TOKENS, fmt, token_html
 from .kit import builder_text
 from .kit import WidgetState, guarded, live_chart, message_area, on_change, panel
-from .exercises import _TEXT, choice_exercise, code_exercise, number_exercise
+from .exercises import EXAMPLE_TEXT, choice_exercise, code_exercise, number_exercise
 
 
 _V5 = np.array([0.0, 2.0, 2.0, 8.0])
@@ -42,7 +42,7 @@ _BOTH = ["y = x", "y = LN(x)", "y = 0", "y = x + LN(x)"]
 
 
 def _both_off_answer():
-    r = run(_TEXT, attention_on=False, mlp_on=False)
+    r = run(EXAMPLE_TEXT, attention_on=False, mlp_on=False)
     x, ln = r["x"], _ln(r["x"])
     for option, value in zip(_BOTH, [x, ln, 0 * x, x + ln], strict=True):
         if np.allclose(r["y"], value):
@@ -93,7 +93,7 @@ def _dog_off():
 
 
 choice_exercise(
-    "05.4", f"Attention off, another subject. With attention off, {_TEXT} is followed most likely by "
+    "05.4", f"Attention off, another subject. With attention off, {EXAMPLE_TEXT} is followed most likely by "
             f"␣cat. Now take the text {_DOG}, attention off (MLP on). Which token is most likely next?",
     options=["␣roof", "␣cat", "␣dog", "␣the"], answer=lambda: TOKENS[int(np.argmax(_dog_off()))],
     hints={"␣roof": "That needs 'climbed', and without attention the last row cannot see it.",
@@ -119,7 +119,7 @@ code_exercise(
             "each row's mean, divide by the square root of its (population) variance plus ε = 1e-5.",
     reference=_ln,
     cases=lambda: [("the row [0, 2, 2, 8]", (_V5[None, :],)),
-                   (f'the block outputs y of "{_TEXT}"', (np.array(run(_TEXT)["y"], dtype=float),)),
+                   (f'the block outputs y of "{EXAMPLE_TEXT}"', (np.array(run(EXAMPLE_TEXT)["y"], dtype=float),)),
                    ("the rows [2, 2, 2, 2] and [2, 2, 2, 2.5]", (np.array([[2, 2, 2, 2], [2, 2, 2, 2.5]], float),)),
                    ("a random 3 × 6 array", (np.random.default_rng(0).standard_normal((3, 6)) * 3 + 1,))],
     mistakes=[(lambda x: _ln_rows(x, ddof=1),
@@ -179,11 +179,11 @@ def _plain_norms(blk):
 
 def _block_cases():
     toy, rnd = _model.PARAMS, random_toy()
-    x_rnd = _model.run(_TEXT, params=rnd)["x"]
-    return [(f'X of "{_TEXT}" and the toy\'s block', (np.array(run(_TEXT)["x"]), toy["blocks"][0])),
+    x_rnd = _model.run(EXAMPLE_TEXT, params=rnd)["x"]
+    return [(f'X of "{EXAMPLE_TEXT}" and the toy\'s block', (np.array(run(EXAMPLE_TEXT)["x"]), toy["blocks"][0])),
             ('X of "the dog climbed the" and the toy\'s block',
              (np.array(run("the dog climbed the")["x"]), toy["blocks"][0])),
-            (f'X of "{_TEXT}" and the first block of tw.random_toy() (gains and biases not trivial)',
+            (f'X of "{EXAMPLE_TEXT}" and the first block of tw.random_toy() (gains and biases not trivial)',
              (np.array(x_rnd), rnd["blocks"][0])),
             ("the first block's output and the second block of tw.random_toy()",
              (np.array(_model.block(x_rnd, rnd["blocks"][0], n_head=2)), rnd["blocks"][1]))]

@@ -11,7 +11,7 @@ from .kit import builder_text
 from .kit import (BarChart, WidgetState, guarded, live_artists, live_chart, live_figure,
                   message_area, on_change, on_enter, panel, picked, plain, redraw, say, slider_move,
                   typed_number)
-from .exercises import _TEXT, _tok, choice_exercise, code_exercise, number_exercise
+from .exercises import EXAMPLE_TEXT, token_id, choice_exercise, code_exercise, number_exercise
 
 
 _OUT = ["A word: the one with the highest logit", "12 probabilities, one per token, that add up to 1",
@@ -19,7 +19,7 @@ _OUT = ["A word: the one with the highest logit", "12 probabilities, one per tok
 
 
 def _softmax_output():
-    p = run(_TEXT)["p"][-1]
+    p = run(EXAMPLE_TEXT)["p"][-1]
     return _OUT[1] if len(p) == len(VOCAB) and np.isclose(p.sum(), 1) else _OUT[3]
 
 
@@ -45,7 +45,7 @@ _ADD = ["p(␣roof) stays exactly the same", "p(␣roof) grows e^10 times",
 
 
 def _last_z():
-    return run(_TEXT)["logits"][-1]
+    return run(EXAMPLE_TEXT)["logits"][-1]
 
 
 choice_exercise(
@@ -58,7 +58,7 @@ choice_exercise(
            _ADD[3]: "That would need ␣roof's logit to move away from the others; here they all move together.",
            _ADD[0]: "Write e^(z + 10) as a product and look again."},
     solution=lambda: (
-        f"Nothing changes: p(␣roof) stays {fmt(softmax(_last_z() + 10)[_tok('␣roof')])}, and so does "
+        f"Nothing changes: p(␣roof) stays {fmt(softmax(_last_z() + 10)[token_id('␣roof')])}, and so does "
         "every other p. Each exponential becomes e^(z+10) = e^10 · e^z, the sum below grows by the "
         "same factor e^10, and the factor cancels. Only differences between logits matter, so a "
         "single logit means nothing on its own. The widget below shows it for any shift."))
@@ -105,7 +105,7 @@ _FLOOR = VOCAB.index(" floor")
 
 def _mean_loss():
     """The toy's mean loss on "the cat climbed the roof": notebook 6's 0.979."""
-    ids = encode(_TEXT + " roof")
+    ids = encode(EXAMPLE_TEXT + " roof")
     return float(np.mean(-np.log(run(ids[:-1])["p"][np.arange(len(ids) - 1), ids[1:]])))
 
 number_exercise(
@@ -147,7 +147,7 @@ def _softmax_rows(z, shift="row", axis=-1):
 
 def _softmax_cases():
     rng = np.random.default_rng(0)
-    return [(f'the logits of "{_TEXT}"', (np.array(run(_TEXT)["logits"], dtype=float),)),
+    return [(f'the logits of "{EXAMPLE_TEXT}"', (np.array(run(EXAMPLE_TEXT)["logits"], dtype=float),)),
             ("the rows [1000, 999, 0] and [0, 1, 2]", (np.array([[1000.0, 999.0, 0.0], [0.0, 1.0, 2.0]]),)),
             ("the rows [-1000, -1001] and [0, 1]", (np.array([[-1000.0, -1001.0], [0.0, 1.0]]),)),
             ("random logits, 3 rows of 12", (rng.standard_normal((3, 12)) * 3,))]
@@ -187,8 +187,8 @@ def _loss_ref(z, targets, lse=True, shift=True, mean=True, sign=1, log=np.log):
 
 def _loss_cases():
     rng = np.random.default_rng(1)
-    ids = encode(_TEXT + " roof")
-    return [(f'the logits of "{_TEXT}", the next tokens as targets',
+    ids = encode(EXAMPLE_TEXT + " roof")
+    return [(f'the logits of "{EXAMPLE_TEXT}", the next tokens as targets',
              (np.array(run(ids[:-1])["logits"], dtype=float), np.array(ids[1:]))),
             ("the rows [1000, 999] and [0, 1], targets 1 and 0",
              (np.array([[1000.0, 999.0], [0.0, 1.0]]), np.array([1, 0]))),

@@ -15,11 +15,11 @@ from .kit import builder_text, typed_number
 from .nb06_output import stop_tick
 from .kit import (BarChart, WidgetState, guarded, live_artists, live_chart, message_area, on_change,
                   panel, plain, slider_move)
-from .exercises import _TEXT, choice_exercise, code_exercise, count_exercise, number_exercise
+from .exercises import EXAMPLE_TEXT, choice_exercise, code_exercise, count_exercise, number_exercise
 
 
 def _p07(temperature=1.0, **options):
-    return next_token_probs(forward(encode(_TEXT))[-1], temperature, **options)
+    return next_token_probs(forward(encode(EXAMPLE_TEXT))[-1], temperature, **options)
 
 
 
@@ -70,8 +70,8 @@ _K1 = ["the same text as greedy, whatever the temperature and the seed",
 
 
 def _k1_runs():
-    return ([s["next"] for s in _model.generate(_TEXT, temperature=1.5, top_k=1, seed=3)],
-            [s["next"] for s in _model.generate(_TEXT, temperature=0)])
+    return ([s["next"] for s in _model.generate(EXAMPLE_TEXT, temperature=1.5, top_k=1, seed=3)],
+            [s["next"] for s in _model.generate(EXAMPLE_TEXT, temperature=0)])
 
 
 choice_exercise(
