@@ -51,11 +51,13 @@ def stored_form(data: dict) -> dict:
     """A widget's output as the file keeps it: the picture of its first state, under the
     line that says how to make it live (its text/html, which holds the picture), and
     nothing else that repeats it. Without a kernel the widget itself cannot be shown, so
-    neither its view nor its models' state is stored; once the cells run, the output is
-    the live widget. Other outputs are left as they are."""
-    if WIDGET_VIEW in data and "text/html" in data:
+    neither its view nor its models' state is stored (a widget with no such form keeps
+    only its text); once the cells run, the output is the live widget. Other outputs are
+    left as they are."""
+    if WIDGET_VIEW in data and len(data) > 1:
         del data[WIDGET_VIEW]
-        data.pop("image/png", None)             # the same picture is inside the HTML
+        if "text/html" in data:
+            data.pop("image/png", None)         # the same picture is inside the HTML
     return data
 
 
