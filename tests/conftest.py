@@ -70,6 +70,27 @@ def _group(item) -> str | None:
 def pytest_configure(config):
     from nbval_recording import NAME, Recorder
     config.pluginmanager.register(Recorder(), NAME)
+    _start_kernels_again_if_one_dies_at_start()
+
+
+def _start_kernels_again_if_one_dies_at_start(tries=3):
+    """A kernel is given free TCP ports by the process that starts it, which then closes
+    them; with two workers and JupyterLab starting kernels at the same moment, another
+    process can take one in between, and the new kernel dies before it answers ("Kernel
+    died before replying to kernel_info", seen once in a run). nbval then fails every cell
+    of that notebook. Here nbval starts such a kernel again, on new ports, up to `tries`
+    times; a kernel that cannot start at all still fails."""
+    import nbval.kernel
+    start = nbval.kernel.start_new_kernel
+
+    def start_new_kernel(*args, **kwargs):
+        for attempt in range(tries):
+            try:
+                return start(*args, **kwargs)
+            except RuntimeError:
+                if attempt == tries - 1:
+                    raise
+    nbval.kernel.start_new_kernel = start_new_kernel
 
 
 def pytest_unconfigure(config):
