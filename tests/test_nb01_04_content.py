@@ -26,7 +26,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 import toy_model as tm
 import toy_widgets as tw
-from widget_tools import open_weights_by_hand, press_enter
+from widget_tools import heads_by_hand, open_weights_by_hand, press_enter
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 TEXT = "the cat climbed the"
@@ -429,19 +429,9 @@ def test_03_the_softmax_of_raw_scores_of_size_64_hardly_responds_to_a_nudge():
 
 
 def head_1_by_hand(text=TEXT):
-    """Head 1's weights and output, from tm.PARAMS with plain numpy: LN1, its columns of
-    c_attn (1-2 of each part), scores / √2 with the future at -inf, softmax, times v."""
-    blk = tm.PARAMS["blocks"][0]
-    ids = tm.encode(text)
-    x = tm.PARAMS["wte"][ids] + tm.PARAMS["wpe"][:len(ids)]
-    a = (x - x.mean(axis=1, keepdims=True)) / np.sqrt(x.var(axis=1, keepdims=True) + 1e-5)
-    w = blk["attn"]["c_attn"]["w"]
-    q, k, v = a @ w[:, 0:2], a @ w[:, 4:6], a @ w[:, 8:10]
-    s = q @ k.T / np.sqrt(2)
-    s[np.triu_indices(len(ids), 1)] = -np.inf
-    e = np.exp(s - s.max(axis=1, keepdims=True))
-    weights = e / e.sum(axis=1, keepdims=True)
-    return weights, weights @ v
+    """Head 1's weights and output, by hand (widget_tools.heads_by_hand)."""
+    _, weights, out = heads_by_hand(text)[0]
+    return weights, out
 
 
 def test_03_the_pickers_picture_carries_the_rows_output_in_its_title():
@@ -478,18 +468,8 @@ def test_head_1_is_named_for_the_flag_its_value_carries():
 
 def head_2_by_hand(text=TEXT):
     """Head 2's queries, weights and output, and what W_O makes of it on d1, by hand."""
-    blk = tm.PARAMS["blocks"][0]
-    ids = tm.encode(text)
-    x = tm.PARAMS["wte"][ids] + tm.PARAMS["wpe"][:len(ids)]
-    a = (x - x.mean(axis=1, keepdims=True)) / np.sqrt(x.var(axis=1, keepdims=True) + 1e-5)
-    w = blk["attn"]["c_attn"]["w"]
-    q, k, v = a @ w[:, 2:4], a @ w[:, 6:8], a @ w[:, 10:12]
-    s = q @ k.T / np.sqrt(2)
-    s[np.triu_indices(len(ids), 1)] = -np.inf
-    e = np.exp(s - s.max(axis=1, keepdims=True))
-    weights = e / e.sum(axis=1, keepdims=True)
-    out = weights @ v
-    return q, weights, out, out @ blk["attn"]["c_proj"]["w"][2:4]
+    q, weights, out = heads_by_hand(text)[1]
+    return q, weights, out, out @ tm.PARAMS["blocks"][0]["attn"]["c_proj"]["w"][2:4]
 
 
 def test_04_head_2s_story_covers_rows_4_and_5_with_the_models_numbers():

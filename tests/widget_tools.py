@@ -78,10 +78,11 @@ def figure_of(root):
     return next(w for w in walk(root) if hasattr(w, "figure")).figure
 
 
-def open_weights_by_hand(text="the cat climbed the"):
-    """Each head's weights with the mask off, written out here from tm.PARAMS: LN1 of
-    wte[ids] + wpe, q and k from c_attn, scores = q k^T / sqrt(d_head), and a softmax over
-    each row with no mask at all (nothing taken from toy_model's forward or attention)."""
+def heads_by_hand(text="the cat climbed the", mask=True):
+    """Each head's (q, weights, output), written out here from tm.PARAMS: LN1 of
+    wte[ids] + wpe, q, k and v from c_attn's columns, scores = q k^T / sqrt(d_head), the
+    future at -inf (unless mask=False), a softmax over each row, times v (nothing taken from
+    toy_model's forward or attention)."""
     import toy_model as tm
     blk = tm.PARAMS["blocks"][0]
     ids = tm.encode(text)
@@ -91,10 +92,18 @@ def open_weights_by_hand(text="the cat climbed the"):
     qkv = a @ blk["attn"]["c_attn"]["w"] + blk["attn"]["c_attn"]["b"]
     d = x.shape[1]
     dh = d // 2                                          # two heads of size 2
-    weights = []
+    heads = []
     for h in range(2):
-        q, k = qkv[:, h * dh:(h + 1) * dh], qkv[:, d + h * dh:d + (h + 1) * dh]
+        q, k, v = (qkv[:, part * d + h * dh:part * d + (h + 1) * dh] for part in range(3))
         s = q @ k.T / np.sqrt(dh)
+        if mask:
+            s[np.triu_indices(len(ids), 1)] = -np.inf
         e = np.exp(s - s.max(axis=1, keepdims=True))
-        weights.append(e / e.sum(axis=1, keepdims=True))
-    return weights
+        weights = e / e.sum(axis=1, keepdims=True)
+        heads.append((q, weights, weights @ v))
+    return heads
+
+
+def open_weights_by_hand(text="the cat climbed the"):
+    """Each head's weights with the mask off (heads_by_hand)."""
+    return [weights for _, weights, _ in heads_by_hand(text, mask=False)]
