@@ -99,3 +99,31 @@ def test_head_2_shows_its_own_weights():
     w = tm.run("the cat climbed the")["heads"][1]["weights"][4]
     assert np.allclose(shown(root.chart), w)
     assert root.chart.title.startswith("head 2, query 5 ")
+
+
+def test_names_the_prose_relies_on_keep_their_values_through_the_notebook():
+    """Run the stored notebook's code cells in order in one namespace, as a learner's kernel
+    does, up to the markdown cell that asks for `scores[3]`: a later cell that reuses the
+    name `scores` (or `w`, head 1's c_attn.w) for something else breaks that prose."""
+    import json
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "03_qkv.ipynb"
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    names = {}
+    for cell in notebook["cells"]:
+        text = "".join(cell["source"])
+        if cell["cell_type"] == "markdown" and "`scores[3]`" in text:
+            break
+        if cell["cell_type"] == "code":
+            code = "\n".join(line for line in text.splitlines() if not line.startswith("%"))
+            exec(compile(code, path.name, "exec"), names)
+    else:
+        pytest.fail("no markdown cell asks for `scores[3]`")
+    w = tm.PARAMS["blocks"][0]["attn"]["c_attn"]["w"]
+    assert np.array_equal(names["w"], w), "`w` is no longer c_attn.w"
+    ln1 = tm.run("the cat climbed the")["ln1"]
+    q, k = ln1 @ w[:, 0:2], ln1 @ w[:, 4:6]               # head 1's queries and keys
+    ed = q[3] @ k.T / np.sqrt(2)                          # the row of ed, by hand
+    ed[4:] = -np.inf                                      # ed (row 4) cannot see row 5
+    assert np.array_equal(names["scores"].shape, (5, 5)), "`scores` is no longer head 1's table"
+    assert np.allclose(names["scores"][3], ed), "`scores[3]` is no longer the row of ed"
