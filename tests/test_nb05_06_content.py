@@ -61,8 +61,8 @@ def slope(u):
 def test_05_quotes_the_mlps_share_and_gelus_slope_as_computed():
     ids = tm.encode(TEXT + " roof")
     on, off = (tm.cross_entropy(tm.forward(ids[:-1], mlp_on=m), ids[1:]) for m in (True, False))
-    assert quoted(NB05, "lower without it ({} nats against") == [tw.fmt(off)]
-    assert quoted(NB05, "nats against {})") == [tw.fmt(on)]
+    assert quoted(NB05, "higher with it ({} nats)") == [tw.fmt(on)]
+    assert quoted(NB05, "than without it ({})") == [tw.fmt(off)]
     assert off < on, "the prose says the toy's loss is lower without its MLP"
     u = np.linspace(-2, 0, 200_001)
     low = u[tm.gelu(u).argmin()]
