@@ -219,8 +219,10 @@ def test_06_says_which_1050673152_is_which():
     assert len(lines) == 2
     assert "FLOPs per token" in lines[0] and "logits to hold in memory" in lines[1]
     text_ = re.sub(r"\s+", " ", prose(NB06))
-    assert "those are operations for one position, these are numbers held in memory" in text_
-    assert "T = 8,192 happens to be 2 × 4,096" in text_
+    cell = next(m for m in markdown_cells(NB06) if m.startswith("Over a billion logits"))
+    assert cell.count(". ") + cell.count(".\n") == 0 and cell.rstrip().endswith(".")   # one sentence
+    assert "held in memory for one training sequence" in text_
+    assert "only because T = 8,192 is 2 × 4,096, twice Llama's d" in text_
 
 
 # --- the pictures show the states the prose describes -------------------------------------
@@ -423,3 +425,60 @@ def loss_right(logits, targets):
 def test_06_8_checks_a_learners_loss(function, expected):
     message = tw.exercise("06.8", function).message
     assert expected in message, message
+
+
+# --- the loss from the logits, position 5, the direct path and the subject ----------------
+
+def test_06_loss_from_the_logits_needs_only_that_p_underflows_to_0():
+    """The point is -ln 0 = infinity: e^-1000 is 0 in float64 and float32, with no tour of
+    the subnormal limits."""
+    assert np.exp(-1000.0) == 0 and np.exp(np.float32(-1000)) == 0
+    with np.errstate(divide="ignore"):
+        assert -np.log(np.exp(-1000.0)) == np.inf
+    cell = next(m for m in markdown_cells(NB06) if m.startswith("### The loss straight from the logits"))
+    assert "subnormal" not in cell and "10⁻" not in cell
+    assert "a p as small as e^(−1000) is below every positive number" in re.sub(r"\s+", " ", cell)
+
+
+def test_06_says_position_5s_row_is_0_where_x5_equals_the_embedding():
+    wpe, E = np.asarray(tm.PARAMS["wpe"]), np.asarray(tm.PARAMS["wte"])
+    assert not wpe[4].any() and wpe[0].any() and not wpe[1:].any()
+    x5 = E[THE] + wpe[4]
+    assert np.array_equal(x5, E[THE]) and np.array_equal(tm.run(TEXT)["x"][-1], x5)
+    text_ = re.sub(r"\s+", " ", prose(NB06))
+    assert "position 5's row of the position table is 0 (notebook 2: only position 1's row is not)" in text_
+
+
+def test_06_direct_path_is_ln_of_the_embedding_only_when_the_block_adds_nothing():
+    E, wpe = np.asarray(tm.PARAMS["wte"]), np.asarray(tm.PARAMS["wpe"])
+    ln = lambda v: (v - v.mean()) / np.sqrt(v.var() + 1e-5)          # ln_f's gain 1, bias 0
+    g, b = (np.asarray(tm.PARAMS["ln_f"][k]) for k in ("g", "b"))
+    assert np.allclose(g, 1) and np.allclose(b, 0)
+    bypass = tm.run(TEXT, tied=True, attention_on=False, mlp_on=False)["f"][-1]
+    assert np.allclose(bypass, ln(E[THE] + wpe[4])) and np.allclose(bypass, ln(E[THE]))
+    with_block = tm.run(TEXT, tied=True)["f"][-1]                     # ln_f of the whole sum
+    assert not np.allclose(with_block, ln(E[THE]), atol=0.1)
+    text_ = re.sub(r"\s+", " ", prose(NB06))
+    assert "only normalised" not in text_
+    assert "`ln_f` then normalises the whole sum, not the embedding on its own" in text_
+    assert "Only when the blocks add nothing" in text_
+
+
+def test_06_the_tied_runs_give_the_same_p_after_the_dog_and_say_what_is_not_shown():
+    corpus = tt.load_corpus()
+    cells = [c for c in load(NB06)["cells"] if c.get("id") == "g1-tie-trained"]
+    stored = "".join("".join(o.get("text", "")) for o in cells[0]["outputs"])
+    assert 'its p after "the dog climbed the"' in stored
+    for seed in (1, 2, 3):
+        trained, _ = tt.train(corpus, steps=200, seed=seed, lr=0.05, tied=True)
+        cat = tm.run(TEXT, params=trained)["p"][-1]
+        dog = tm.run("the dog climbed the", params=trained)["p"][-1]
+        top = int(cat.argmax())
+        assert int(dog.argmax()) == top and abs(cat[top] - dog[top]) < 1e-3
+        row = f"{seed}  with its block        {tw.TOKENS[top]}"
+        line = next(l for l in stored.splitlines() if l.strip().startswith(row))
+        assert line.split()[-1] == tw.fmt(dog[top])
+    text_ = re.sub(r"\s+", " ", prose(NB06))
+    assert 'the leader gets nearly the same p as after "the cat"' in text_
+    assert "there is no untied toy here trained for the same 200 steps" in text_
+    assert "whether tying or training this short loses the subject" in text_
