@@ -338,3 +338,20 @@ def test_the_loop_exercise_is_on_the_page_unfinished_with_its_check():
     stub = [s for s in code_cells() if s.startswith("def sampling_loop(prompt, temperature, seed):")]
     assert len(stub) == 1 and stub[0].rstrip().endswith("...   # your code here")
     assert 'tw.exercise("07.7", sampling_loop)' in code_cells()
+
+
+def test_top_k_claims_only_what_the_page_shows_and_the_full_context_error_per_device():
+    """Top-k 3 after "the cat climbed the" drops ␣floor, nearly as likely as ␣sofa; no toy
+    prompt here has one token with nearly all the mass, so the page makes no claim about it.
+    Past GPT-2's 1,024 positions the lookup fails as an IndexError on the CPU, a device-side
+    assert on a GPU."""
+    q = tm.softmax(tm.forward(tm.encode("the cat climbed the"))[-1])
+    order = [tw.TOKENS[i] for i in np.argsort(-q)]
+    assert order[2:4] == ["␣sofa", "␣floor"]
+    assert q[tm.VOCAB.index(" floor")] > 0.8 * q[tm.VOCAB.index(" sofa")]
+    text_ = re.sub(r"\s+", " ", prose())
+    assert "keeps two that should never be drawn" not in text_
+    assert "nearly all the mass" not in text_
+    assert "(an IndexError on the CPU; on a GPU, a device-side assert)" in text_
+    with pytest.raises(IndexError):
+        np.zeros((1024, 2))[np.array([1024])]                   # numpy's (and PyTorch CPU's) lookup
