@@ -167,3 +167,47 @@ def test_the_stored_lab_says_only_what_it_shows_and_cites_what_gpt2_does():
     for layer, head in [(2, 2), (4, 11)]:
         assert f"layer {layer + 1}, head {head + 1}" in prose
     assert "heads 2.2 and 4.11" in prose
+
+
+def lab_prose():
+    import json
+    import re
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "09_gpt2.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return cells, re.sub(r"\s+", " ", "\n".join("".join(c["source"]) for c in cells
+                                                 if c["cell_type"] == "markdown"))
+
+
+def test_the_lab_says_transformers_can_open_the_folder_and_where_that_is_checked():
+    from pathlib import Path
+    cells, prose = lab_prose()
+    code = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    assert "from_pretrained" not in code and "opens such a folder and computes" not in prose
+    assert "`GPT2LMHeadModel.from_pretrained` can open such a folder and compute the toy's logits" in prose
+    assert "the course's tests do when PyTorch is installed (`tests/test_gpt2.py`)" in prose
+    tests = (Path(__file__).parent / "test_gpt2.py").read_text(encoding="utf-8")
+    assert 'importorskip("torch")' in tests and "GPT2LMHeadModel.from_pretrained(toy_folder)" in tests
+
+
+def test_the_lab_says_gpt2s_checkpoint_is_float32_not_every_one(tmp_path):
+    from safetensors.numpy import load_file
+    stored = load_file(tg.save_gpt2(tmp_path, tm.PARAMS, n_head=2) / "model.safetensors")
+    assert {v.dtype for v in stored.values()} == {np.dtype(np.float32)}
+    _, prose = lab_prose()
+    assert "since a checkpoint stores float32" not in prose
+    assert "GPT-2's checkpoint stores float32 (many newer ones store float16 or bfloat16)" in prose
+
+
+def test_the_cached_time_per_token_includes_the_prompts_pass():
+    """time_generation times the whole generate call, the prompt's pass included, and the lab
+    divides it by the new tokens: the prose says what that average holds."""
+    import inspect
+    body = inspect.getsource(tg.time_generation)
+    start, stop = body.index("start = time.perf_counter()"), body.index("time.perf_counter() - start")
+    assert "generate(ids" in body[start:stop]
+    cells, prose = lab_prose()
+    code = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    assert "seconds / made * 1e3" in code and "ms a token" in code
+    assert ("so with the cache it includes the prompt's pass over all 32 positions, and the "
+            "one-position steps after it cost less than that average") in prose
