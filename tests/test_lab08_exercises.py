@@ -490,7 +490,13 @@ def test_the_school_maths_steps():
     assert np.allclose((r["f"] ** 2).sum(axis=1), 4, atol=1e-3) and "f · f is about d = 4" in text
     a = np.array([-1.0, 1.0])
     slope = tt.gelu_backward(np.ones_like(a), a)
-    assert slope[0] < 0 and slope[1] > 1 and "dips a little under 0" in text and "overshoots 1" in text
+    assert slope[0] < 0 and slope[1] > 1 and "overshoots 1" in text
+    grid = np.linspace(-3, 3, 60001)                            # GELU's slope by central differences
+    measured = (tm.gelu(grid + 1e-6) - tm.gelu(grid - 1e-6)) / 2e-6
+    assert -0.8 < grid[measured < 0].max() < -0.7 and 0.7 < grid[measured > 1].min() < 0.8
+    assert -1.5 < grid[measured.argmin()] < -1.3 and 1.3 < grid[measured.argmax()] < 1.5
+    assert "below about −¾ it is negative, lowest near a = −1.4" in text and "above about ¾" in text
+    assert "just below 0 it dips" not in text
     assert "about 0 well below 0 and about 1 well above" not in text
     assert "the slope of tanh t is 1 − tanh² t" in text and "u′v + uv′" in text
     assert "f = [[a, b], [c, d]]" in text
