@@ -8,9 +8,8 @@ Like `jupyter nbconvert --execute --inplace`, except that the file comes out the
 every run: no execution timestamps in the cells' metadata, a cell's printed text stored
 as one output however the kernel happened to cut it into messages, and each widget
 stored as the picture of its first state (see stored_form), without the random ids of
-its models.
-A rerun then changes the stored file only where what the code computes changed. Each
-notebook runs in its own folder, as JupyterLab runs it.
+its models. A rerun then changes the stored file only where what the code computes
+changed. Each notebook runs in its own folder, as JupyterLab runs it.
 """
 
 from __future__ import annotations
