@@ -73,6 +73,21 @@ def test_05_quotes_the_mlps_share_and_gelus_slope_as_computed():
     assert slope(-1.0) < 0 and slope(-3.0) < 0 and abs(slope(-3.0)) < abs(slope(-1.0))
 
 
+def test_05_quotes_gelu_the_flat_mlp_change_and_the_hand_built_unit_as_computed():
+    assert quoted(NB05, "a small negative number ({} at u = -1)") == [tw.fmt(tm.gelu(-1.0))]
+    x5, y5 = tm.run(TEXT, attention_on=False)["x"][-1], tm.run(TEXT, attention_on=False)["y"][-1]
+    assert x5[3] == 2 and quoted(NB05, "turns d4's 2 into {}") == [tw.fmt(y5[3])]
+    ids = tm.encode(TEXT + " roof")
+    mine = tm.copy_params()
+    unit = mine["blocks"][0]["mlp"]
+    unit["c_fc"]["w"][:, 0], unit["c_fc"]["b"][0] = [2, 0, -2, 0], -4
+    unit["c_proj"]["w"][0] = 0.5 * tm.PARAMS["w_u"][:, THE]
+    toy, built = (tm.cross_entropy(tm.forward(ids[:-1], p), ids[1:]) for p in (tm.PARAMS, mine))
+    assert quoted(NB05, "the mean loss falls to {} nats") == [tw.fmt(built)]
+    assert quoted(NB05, "from the toy's {}. GPT-2") == [tw.fmt(toy)] and built < toy
+    assert "gelu_backward" not in json.dumps(load(NB05)), "05 comes before the Training lab"
+
+
 def test_05_breaks_13d_down_and_no_longer_tells_the_fit_story_mid_page():
     text_ = prose(NB05)
     assert "9d" in text_ and "4d" in text_ and "13d" in text_
