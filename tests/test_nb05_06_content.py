@@ -495,5 +495,24 @@ def test_06_the_tied_runs_give_the_same_p_after_the_dog_and_say_what_is_not_show
         assert line.split()[-1] == tw.fmt(dog[top])
     text_ = re.sub(r"\s+", " ", prose(NB06))
     assert 'the leader gets nearly the same p as after "the cat"' in text_
-    assert "there is no untied toy here trained for the same 200 steps" in text_
-    assert "whether tying or training this short loses the subject" in text_
+    assert "Only a control can tell: the same runs, same seeds and same steps" in text_
+
+
+def test_06_shows_the_untied_control_and_quotes_it_as_computed():
+    """The same three runs without tying: seeds 1 and 2 tell the cat from the dog, seed 3 does
+    not, and the prose quotes ␣roof's p after "the cat" as the runs give it."""
+    corpus, roof = tt.load_corpus(), tm.VOCAB.index(" roof")
+    cat_roof, subject = [], []
+    for seed in (1, 2, 3):
+        untied, _ = tt.train(corpus, steps=200, seed=seed, lr=0.05, tied=False)
+        assert "w_u" in untied
+        cat = tm.run(TEXT, params=untied)["p"][-1]
+        dog = tm.run("the dog climbed the", params=untied)["p"][-1]
+        cat_roof.append(cat[roof])
+        subject.append(cat[roof] > 0.5 and dog[roof] < 0.01)
+    assert subject == [True, True, False]
+    text_ = re.sub(r"\s+", " ", prose(NB06))
+    found = re.search(r'Untied, seeds 1 and 2 tell the subjects apart: after "the cat" ␣roof gets '
+                      r"(\d\.\d{3}) and (\d\.\d{3})", text_)
+    assert found and list(found.groups()) == [tw.fmt(v) for v in cat_roof[:2]]
+    assert quoted(NB06, "close to the cat's own share of {}, and") == [tw.fmt(4 / 7)]
