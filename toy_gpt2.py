@@ -18,7 +18,6 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-import regex
 
 from toy_checks import (ReadOnlyDict, as_count, as_ids, as_path, check_params, check_seed, frozen, layout,
                         layout_shapes, weight_at)
@@ -105,12 +104,15 @@ def as_text(chars):
     return bytes(CHAR_TO_BYTE[c] for c in chars).decode("utf-8", errors="replace")
 
 
-# GPT-2 cuts text into words before BPE with this pattern, copied from its encoder.py: an
-# apostrophe ending ('s 't 're 've 'm 'll 'd), else letters (\p{L}), digits (\p{N}) or other
-# symbols, each with at most one space in front, else a run of spaces (leaving the last
-# space to the word that follows). Python's own re lacks \p{L} and \p{N}; the regex
-# package has them, as GPT-2 itself used it.
-WORDS = regex.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
+# GPT-2 cuts text into words before BPE with this pattern, from its encoder.py: an apostrophe
+# ending ('s 't 're 've 'm 'll 'd), else letters (\p{L}), digits (\p{N}) or other symbols, each
+# with at most one space in front, else a run of spaces (the last one goes to the next word).
+# Without the regex package (the browser edition), re's [^\W\d_] and \d stand in (½ is a letter).
+try:
+    import regex
+    WORDS = regex.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
+except ImportError:
+    WORDS = re.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?[^\W\d_]+| ?\d+| ?(?:[^\s\w]|_)+|\s+(?!\S)|\s+""")
 
 
 def pre_split(text):
