@@ -486,3 +486,9 @@ def test_04_head_2s_story_covers_rows_4_and_5_with_the_models_numbers():
     assert f"({f(weights[4, 2])} on `␣climb`, {f(weights[4, 4])} on itself)" in prose
     assert out[3, 0] < 0 and out[4, 0] < 0 < written[3, 0] and 0 < written[4, 0]
     assert f'Rows 4 and 5 gain "go on" instead, {f(written[3, 0])} and {f(written[4, 0])}' in prose
+    ln1 = tm.run(TEXT)["ln1"]
+    assert f'Its "ending" is -{f(-ln1[3, 2])}, so its query is -{f(-q[3, 0])}' in prose
+    assert f"its output is mostly `␣climb`'s -1: -{f(-out[3, 0])}" in prose
+    assert f"the row gains +{f(written[3, 0])} on" in prose
+    assert f"Its output is half of `␣cat`'s own \"go on\", {f(out[1, 0])}" in prose
+    assert f"W_O turns that into -{f(-written[1, 0])}" in prose
