@@ -37,8 +37,11 @@ _MATHTEXT = MathTextParser("path")
 
 
 def share_mathtext(renderer):
-    """Give an Agg renderer the course's one mathtext parser; returns the renderer."""
-    if isinstance(getattr(renderer, "mathtext_parser", None), MathTextParser):
+    """Give an Agg renderer the course's one mathtext parser, if it parses for the same
+    output (matplotlib 3.8's Agg, as in the browser edition, parses for raster output and
+    keeps its own); returns the renderer."""
+    parser = getattr(renderer, "mathtext_parser", None)
+    if isinstance(parser, MathTextParser) and parser._output_type == _MATHTEXT._output_type:
         renderer.mathtext_parser = _MATHTEXT
     return renderer
 
