@@ -420,7 +420,8 @@ def test_03_the_softmax_of_raw_scores_of_size_64_hardly_responds_to_a_nudge():
             w = e / e.sum(axis=1, keepdims=True)
             response[d, scaled] = float(np.mean(2 * w[:, 0] * (1 - w[:, 0])))
             largest[d, scaled] = float(w.max(axis=1).mean())
-    flat = re.sub(r"\s+", " ", source(section_with("03_qkv", "## Why divide by")[4]))
+    flat = re.sub(r"\s+", " ", "\n".join(source(c) for c in section_with("03_qkv", "## Why divide by")
+                                       if c["cell_type"] == "markdown"))
     found = re.search(r"do, (\d\.\d{3}) per unit for the raw scores of size 64, against (\d\.\d{3}) "
                       r"once they are divided by √64 \(and (\d\.\d{3}) for the small head, raw\)", flat)
     assert found, flat[:200]
