@@ -272,18 +272,25 @@ BLOCK_SHAPES = {"ln_1.g": "d", "ln_1.b": "d", "attn.c_attn.w": "d 3d", "attn.c_a
                 "mlp.c_fc.w": "d m", "mlp.c_fc.b": "m", "mlp.c_proj.w": "m d", "mlp.c_proj.b": "d"}
 
 
-def layout(n_layer, tied=True):
+MLP_PARTS = ("ln_2", "mlp")     # what an attention-only block lacks
+
+
+def layout(n_layer, tied=True, mlp=True):
     """Every weight's dotted path -> its shape in named sizes ("V d"), in GPT-2's order;
-    untied models add w_u, the output layer's own [d, V]."""
+    untied models add w_u, the output layer's own [d, V]; mlp=False: attention-only
+    blocks, h = x + attn(LN1(x)) and nothing after it."""
+    block = {name: dims for name, dims in BLOCK_SHAPES.items()
+             if mlp or not name.startswith(MLP_PARTS)}
     return {"wte": "V d", "wpe": "n d",
-            **{f"blocks.{i}.{name}": dims for i in range(n_layer) for name, dims in BLOCK_SHAPES.items()},
+            **{f"blocks.{i}.{name}": dims for i in range(n_layer) for name, dims in block.items()},
             "ln_f.g": "d", "ln_f.b": "d", **({} if tied else {"w_u": "d V"})}
 
 
 def layout_shapes(n_layer, d, m, V, n, tied=True):
-    """Every weight's dotted path -> its shape, for these sizes."""
+    """Every weight's dotted path -> its shape, for these sizes; m = 0: no MLP."""
     sizes = {"d": d, "3d": 3 * d, "m": m, "V": V, "n": n}
-    return {name: tuple(sizes[s] for s in dims.split()) for name, dims in layout(n_layer, tied).items()}
+    return {name: tuple(sizes[s] for s in dims.split())
+            for name, dims in layout(n_layer, tied, mlp=m > 0).items()}
 
 
 _CHECKED = {}          # id -> (read-only tree, tied, d, its weights with their shapes and dtypes)
@@ -307,8 +314,13 @@ def check_params(params, n_head, tied=False):
     if not isinstance(blocks, list) or not blocks:
         raise ValueError("params['blocks'] must be a list of at least one block.")
     V, d = _shape(params["wte"]) if len(_shape(params["wte"])) == 2 else (0, 0)
-    want = layout_shapes(len(blocks), d, (_shape(weight_at(blocks[0], "mlp.c_fc.w")) or (0,))[-1],
-                         V, (_shape(params["wpe"]) or (0,))[0], tied=tied or "w_u" not in params)
+    parts = [sorted(blk) if isinstance(blk, dict) else None for blk in blocks]
+    if any(p != parts[0] for p in parts):
+        raise ValueError(f"Every block needs the same parts; block 0 has {parts[0]}, another "
+                         f"{next(p for p in parts if p != parts[0])}.")
+    m = (_shape(weight_at(blocks[0], "mlp.c_fc.w")) or (0,))[-1] if "mlp" in blocks[0] else 0
+    want = layout_shapes(len(blocks), d, m, V, (_shape(params["wpe"]) or (0,))[0],
+                         tied=tied or "w_u" not in params)
     for name, shape in want.items():
         w = weight_at(params, name)
         if w is None:
@@ -562,18 +574,21 @@ def check_mlp(x, c_fc, c_proj, trace=None):
 
 
 def check_block(x, blk, n_head, attention_on=True, mlp_on=True, mask=True, trace=None, cache=None):
-    if not isinstance(blk, dict) or set(blk) != {"ln_1", "attn", "ln_2", "mlp"}:
+    if not isinstance(blk, dict) or set(blk) not in ({"ln_1", "attn", "ln_2", "mlp"}, {"ln_1", "attn"}):
         raise ValueError(f"block takes one block's weights, a dict with ln_1, attn, ln_2 and mlp "
-                         f"(as params['blocks'][0]), not {shown_value(blk)}.")
+                         f"(as params['blocks'][0]), or ln_1 and attn only, not {shown_value(blk)}.")
+    if as_flag(mlp_on, "mlp_on") and "mlp" not in blk:
+        raise ValueError("This block has no MLP (attention only): call it with mlp_on=False.")
     x = as_numbers(x, "block", min_dims=2)
     for part, keys in [("ln_1", ("g", "b")), ("attn", ("c_attn", "c_proj")), ("ln_2", ("g", "b")),
-                       ("mlp", ("c_fc", "c_proj"))]:
+                       ("mlp", ("c_fc", "c_proj"))][:len(blk)]:
         as_layer(blk[part], f"block's {part}", keys)
-    for part in ("ln_1", "ln_2"):
-        check_layer_norm(x, **blk[part])
+        if part.startswith("ln"):
+            check_layer_norm(x, **blk[part])
     (_, c_attn, c_proj, n_head, mask, trace, cache), _ = check_multi_head(
         x, **blk["attn"], n_head=n_head, mask=mask, trace=trace, cache=cache)
-    check_mlp(x, **blk["mlp"])
+    if "mlp" in blk:
+        check_mlp(x, **blk["mlp"])
     return (x, blk, n_head, as_flag(attention_on, "attention_on"), as_flag(mlp_on, "mlp_on"), mask,
             trace, cache), {}
 
@@ -588,3 +603,36 @@ def check_unembed(f, params, tied=False):
     if w_u.ndim != 2 or w_u.shape[0] != f.shape[-1]:
         raise ValueError(f"unembed takes f [n, d] and W_U [d, V]; got f {f.shape}, W_U {w_u.shape}.")
     return (f, {"wte": w_u.T, "w_u": w_u}, tied), {}
+
+
+def check_gpt2_config(config):
+    """A GPT-2 config.json's sizes (n_layer, n_head, n_embd, n_inner: the MLP's width,
+    vocab_size, n_positions), read and checked: one sentence for what load_gpt2 cannot run."""
+    if not isinstance(config, dict):
+        raise ValueError("config.json must hold one JSON object ({...}) of GPT-2's settings.")
+    sizes = {}
+    for key in ("n_layer", "n_head", "n_embd", "vocab_size", "n_positions"):
+        value = config.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"config.json must give {key} as a whole number of at least 1, "
+                             f"not {value!r}.")
+        sizes[key] = value
+    if sizes["n_embd"] % sizes["n_head"]:
+        raise ValueError(f"config.json's n_head ({sizes['n_head']}) does not divide n_embd "
+                         f"({sizes['n_embd']}).")
+    inner = config.get("n_inner")                           # 0: attention-only blocks
+    if inner is not None and (isinstance(inner, bool) or not isinstance(inner, int) or inner < 0):
+        raise ValueError(f"config.json's n_inner is the MLP's width (0: none), not {inner!r}.")
+    sizes["n_inner"] = 4 * sizes["n_embd"] if inner is None else inner
+    checks = [(config.get("activation_function", "gelu_new") in ("gelu_new", "gelu_pytorch_tanh"),
+               "its MLP uses another activation than GELU's tanh form"),
+              (config.get("layer_norm_epsilon", 1e-5) == 1e-5,
+               "its LayerNorm uses another epsilon than GPT-2's 1e-5"),
+              (config.get("scale_attn_weights", True) is True,
+               "its attention does not divide the scores by the square root of d_head"),
+              (not config.get("scale_attn_by_inverse_layer_idx", False),
+               "its attention divides the scores by the layer's number too")]
+    for ok, what in checks:
+        if not ok:
+            raise ValueError(f"This checkpoint is not computed as GPT-2 is: {what}.")
+    return sizes

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from toy_checks import (ReadOnlyDict, as_count, as_ids, as_path, check_params, check_seed, frozen, layout,
-                        layout_shapes, weight_at)
+from toy_checks import (ReadOnlyDict, as_count, as_ids, as_path, check_gpt2_config, check_params,
+                        check_seed, frozen, layout, layout_shapes, weight_at)
 from toy_model import N_HEAD, PARAMS, VOCAB, freeze, generate, show, tree_from, walk, weight_name
 
 # toy_model's functions run GPT-2 small (12 blocks, 12 heads, d = 768, 50,257 tokens) as
@@ -364,9 +364,9 @@ def checkpoint_name(name):
     return ".".join(where + ["bias" if key == "b" else "weight"]) if where else f"{key}.weight"
 
 
-def _params_tree(n_layer, weight):
+def _params_tree(n_layer, weight, mlp=True):
     """PARAMS' layout (tied) filled with weight(name in the checkpoint) for every weight."""
-    return tree_from({name: weight(checkpoint_name(name)) for name in layout(n_layer)})
+    return tree_from({name: weight(checkpoint_name(name)) for name in layout(n_layer, mlp=mlp)})
 
 
 def _shapes(n_layer, d, m, vocab, n_ctx):
@@ -382,38 +382,9 @@ def _read_json(path):
         raise ValueError(f"{Path(path).name} is not readable JSON ({type(err).__name__}).") from None
 
 
-def _config_sizes(config):
-    """n_layer, n_head, d, the MLP's width, vocab size, context: read and checked."""
-    if not isinstance(config, dict):
-        raise ValueError("config.json must hold one JSON object ({...}) of GPT-2's settings.")
-    sizes = {}
-    for key in ("n_layer", "n_head", "n_embd", "vocab_size", "n_positions"):
-        value = config.get(key)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"config.json must give {key} as a whole number of at least 1, "
-                             f"not {value!r}.")
-        sizes[key] = value
-    if sizes["n_embd"] % sizes["n_head"]:
-        raise ValueError(f"config.json's n_head ({sizes['n_head']}) does not divide n_embd "
-                         f"({sizes['n_embd']}).")
-    inner = config.get("n_inner")
-    sizes["n_inner"] = 4 * sizes["n_embd"] if inner is None else inner
-    checks = [(config.get("activation_function", "gelu_new") in ("gelu_new", "gelu_pytorch_tanh"),
-               "its MLP uses another activation than GELU's tanh form"),
-              (config.get("layer_norm_epsilon", 1e-5) == 1e-5,
-               "its LayerNorm uses another epsilon than GPT-2's 1e-5"),
-              (config.get("scale_attn_weights", True) is True,
-               "its attention does not divide the scores by the square root of d_head"),
-              (not config.get("scale_attn_by_inverse_layer_idx", False),
-               "its attention divides the scores by the layer's number too")]
-    for ok, what in checks:
-        if not ok:
-            raise ValueError(f"This checkpoint is not computed as GPT-2 is: {what}.")
-    return sizes
-
-
 def load_gpt2(folder):
-    """Read a GPT-2 checkpoint folder (the four files of GPT2_FILES) into the course's layout.
+    """Read a GPT-2 checkpoint folder (the four files of GPT2_FILES, or the first two for a
+    model of ids alone: then encode and decode are None) into the course's layout.
 
     Returns a dict: params (PARAMS' layout, float32; w_u is wte^T itself when the checkpoint
     has no lm_head), n_head, encode, decode, config, tied, eot (the id of <|endoftext|>),
@@ -423,11 +394,12 @@ def load_gpt2(folder):
     from safetensors.numpy import load_file
     folder = as_path(folder, "load_gpt2", "folder")
     missing = [name for name in GPT2_FILES if not (folder / name).is_file()]
-    if missing:
+    if missing and missing != GPT2_FILES[2:]:               # tokenizer files: both or neither
         raise ValueError(f"The folder {folder.name!r} lacks {', '.join(missing)}: a GPT-2 "
-                         f"checkpoint is the four files {', '.join(GPT2_FILES)}.")
+                         f"checkpoint is the four files {', '.join(GPT2_FILES)} (a model of ids "
+                         "alone: the first two).")
     config = _read_json(folder / "config.json")
-    sizes = _config_sizes(config)
+    sizes = check_gpt2_config(config)
     try:
         stored = {name.removeprefix("transformer."): w
                   for name, w in load_file(folder / "model.safetensors").items()}
@@ -459,12 +431,14 @@ def load_gpt2(folder):
     if not tied and tuple(stored["lm_head.weight"].shape) != shapes["wte.weight"]:
         raise ValueError(f"lm_head.weight has shape {tuple(stored['lm_head.weight'].shape)}, "
                          f"but config.json's sizes need {shapes['wte.weight']}.")
-    params = _read_only(_params_tree(L, weight), None if tied else weight("lm_head.weight").T)
-    vocab, merges = read_bpe(folder)
-    if max(vocab.values(), default=0) >= len(params["wte"]):
-        raise ValueError(f"vocab.json has ids up to {max(vocab.values())}, "
-                         f"but wte has only {len(params['wte'])} rows.")
-    encode, decode = bpe_tokenizer(vocab, merges)
+    params = _read_only(_params_tree(L, weight, m > 0), None if tied else weight("lm_head.weight").T)
+    vocab, merges, encode, decode = {}, [], None, None      # a model of ids: no tokenizer
+    if not missing:
+        vocab, merges = read_bpe(folder)
+        if max(vocab.values(), default=0) >= len(params["wte"]):
+            raise ValueError(f"vocab.json has ids up to {max(vocab.values())}, "
+                             f"but wte has only {len(params['wte'])} rows.")
+        encode, decode = bpe_tokenizer(vocab, merges)
     return {"params": params, "n_head": sizes["n_head"], "encode": encode, "decode": decode,
             "config": config, "tied": tied, "eot": vocab.get(ENDOFTEXT), "vocab": vocab,
             "merges": merges}
@@ -510,18 +484,19 @@ def save_gpt2(folder, params=PARAMS, n_head=N_HEAD, overwrite=False):
         raise ValueError(f"overwrite is True or False, not {overwrite!r}.")
     vocab_size, d = np.shape(params["wte"])
     tied = "w_u" not in params or np.array_equal(params["w_u"], np.transpose(params["wte"]))
+    c_fc = weight_at(params, "blocks.0.mlp.c_fc.w")           # None: attention-only blocks
     config = {
         "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
         "vocab_size": int(vocab_size), "n_positions": len(params["wpe"]), "n_embd": int(d),
         "n_layer": len(params["blocks"]), "n_head": n_head,
-        "n_inner": int(np.shape(params["blocks"][0]["mlp"]["c_fc"]["w"])[1]),   # the MLP's width
+        "n_inner": 0 if c_fc is None else int(c_fc.shape[1]),   # the MLP's width; 0: none
         "activation_function": "gelu_new",            # GELU's tanh form
         "layer_norm_epsilon": 1e-5,
         "tie_word_embeddings": bool(tied),
         "bos_token_id": int(vocab_size) - 1, "eos_token_id": int(vocab_size) - 1,  # last id
     }
     tensors = {f"transformer.{checkpoint_name(name)}": weight_at(params, name)
-               for name in layout(len(params["blocks"]))}
+               for name in layout(len(params["blocks"]), mlp="mlp" in params["blocks"][0])}
     if not tied:
         tensors["lm_head.weight"] = np.transpose(params["w_u"])              # [V, d]
     data = save({name: np.ascontiguousarray(w, dtype=np.float32) for name, w in tensors.items()},
@@ -616,10 +591,9 @@ def token_texts(lab, ids):
 
 
 def gpt2_small_shapes(seed=0, n_layer=12, d=768, vocab=50257, n_ctx=1024):
-    """Random float32 weights of GPT-2 small's shapes, tied (w_u is wte^T, a view). Filling
-    124 million numbers one by one from a random generator takes seconds, so a block of
-    2^20 random numbers (normal, spread 0.02) is repeated to fill one buffer, and every
-    weight is a view into it: the values do not matter for what is measured."""
+    """Random float32 weights of GPT-2 small's shapes, tied (w_u is wte^T, a view). Drawing
+    124 million numbers takes seconds, so 2^20 of them (normal, spread 0.02) are repeated to
+    fill one buffer that every weight views: the values do not matter for what is measured."""
     seed = check_seed(seed)
     n_layer, d, vocab, n_ctx = (as_count(n, what) for n, what in
                                 ((n_layer, "n_layer"), (d, "d"), (vocab, "vocab"), (n_ctx, "n_ctx")))
@@ -692,8 +666,7 @@ def tokenizers_merges(text, n_merges):
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     if as_count(n_merges, "n_merges", low=0) > 1_000_000:
         raise ValueError(f"n_merges is at most 1,000,000 here (GPT-2 has 50,000), not {n_merges}.")
-    trainer = trainers.BpeTrainer(vocab_size=256 + n_merges,
-                                  show_progress=False,
+    trainer = trainers.BpeTrainer(vocab_size=256 + n_merges, show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator([text], trainer)
     merges = json.loads(tok.to_str())["model"]["merges"]

@@ -396,11 +396,12 @@ def mlp(x, c_fc, c_proj, trace=None):
 
 @checked(check_block)
 def block(x, blk, n_head, attention_on=True, mlp_on=True, mask=True, trace=None, cache=None):
-    """Pre-LN transformer block: h = x + attn(LN1(x)), y = h + mlp(LN2(h))."""
+    """Pre-LN transformer block: h = x + attn(LN1(x)), y = h + mlp(LN2(h)).
+    (An attention-only block has no ln_2 and no mlp: y = h.)"""
     a = layer_norm(x, **blk["ln_1"])                # [n, d]
     h = x + multi_head(a, **blk["attn"], n_head=n_head, mask=mask, trace=trace,
                        cache=cache) if attention_on else x
-    u = layer_norm(h, **blk["ln_2"])
+    u = layer_norm(h, **blk["ln_2"]) if mlp_on else None     # what the MLP reads
     y = h + mlp(u, **blk["mlp"], trace=trace) if mlp_on else h
     if trace is not None:
         trace.update(ln1=a, h=h, ln2=u, y=y)
@@ -418,12 +419,14 @@ def forward(ids, params=PARAMS, n_head=N_HEAD, attention_on=True, mlp_on=True,
             tied=False, mask=True, trace=None, cache=None):
     """ids -> logits [n, V]. Pass a dict as trace to get every intermediate by name.
 
-    ids: one text [n], or a batch of texts of one length [B, n] (for training). cache: a
+    ids: one text [n], or a batch of texts of one length [B, n] (for training). mlp_on:
+    run each block's MLP (an attention-only model has none). cache: a
     list (empty at first) that keeps every block's keys and values; with it, ids are the
     tokens that follow those already run, and only their rows are computed (a KV cache)."""
     n_head = check_params(params, n_head, as_flag(tied, "tied"))
     for name, flag in (("attention_on", attention_on), ("mlp_on", mlp_on), ("mask", mask)):
         as_flag(flag, name)
+    mlp_on = mlp_on and "mlp" in params["blocks"][0]       # attention-only blocks have none
     if not isinstance(trace, (dict, type(None))):
         raise ValueError(f"forward's trace must be a dict (or None), not {shown_value(trace)}.")
     start = check_cache(cache, params, attention_on)        # positions already in the cache

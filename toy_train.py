@@ -8,13 +8,18 @@ from pathlib import Path
 
 import numpy as np
 
-from toy_checks import (BLOCK_SHAPES, as_count, as_ids, as_layer, as_numbers, as_path, check_ids,
-                        check_n_head, check_params, check_seed, is_number, layout_shapes, short_text,
-                        shown_value, weight_at)
-from toy_model import (EOT, N_CTX, N_HEAD, PARAMS, VOCAB, attention, block,
-                       cross_entropy, decode, encode, forward, get_weight, gelu, layer_norm,
-                       mlp, multi_head, replace_weight, softmax, tree_from, tree_map, walk, weight_name,
-                       weight_names)
+from toy_checks import (MLP_PARTS, as_count, as_ids, as_numbers, as_path, check_ids, check_params,
+                        check_seed, check_targets, checked, checked_inside, is_number, layout_shapes, short_text,
+                        shown_value)
+from toy_model import (EOT, N_CTX, N_HEAD, PARAMS, VOCAB, attention, block, cross_entropy, decode,
+                       encode, forward, get_weight, mlp, multi_head, replace_weight, softmax,
+                       tree_from, tree_map)
+from toy_train_checks import (check_adam_step, check_attention_backward, check_backward,
+                              check_block_backward, check_embed_backward, check_gelu_backward,
+                              check_layer_norm_backward, check_linear_backward, check_mlp_backward,
+                              check_multi_head_backward, check_sgd_step, check_softmax_backward,
+                              check_softmax_cross_entropy_backward, check_transpose,
+                              check_unembed_backward, fits, leaves, positive)
 
 # Training moves every weight a little in the direction that lowers the loss of toy_model's
 # section 4. That direction is the gradient: for each weight, how fast the loss grows when the
@@ -29,86 +34,37 @@ from toy_model import (EOT, N_CTX, N_HEAD, PARAMS, VOCAB, attention, block,
 # target of -1 marks a padded position, which the loss does not grade. Because of the
 # causal mask, what comes after a text never changes its rows.
 
+@checked(check_transpose)
 def transpose(a):
     """Swap the last two axes: k^T for one text [n, d] or for each text of a batch."""
-    return as_numbers(a, "transpose", min_dims=2).swapaxes(-1, -2)
+    return a.swapaxes(-1, -2)
 
 
-# Each twin checks what comes in, as the forward functions do: arrays of real numbers of
-# ordinary size whose shapes fit together, or one sentence saying which do not.
+# Each twin declares its check (in toy_train_checks): a direct call is checked, with one
+# sentence for what does not fit; inside backward, which checks once, the twins run bare.
 
-def _same_shape(who, min_dims=1, **arrays):
-    """The arrays (as numbers, at least min_dims axes) if they all have the first one's shape."""
-    out = [as_numbers(a, f"{who} ({name})", min_dims=min_dims) for name, a in arrays.items()]
-    shapes = {name: a.shape for name, a in zip(arrays, out)}
-    if len(set(shapes.values())) > 1:
-        raise ValueError(f"{who} needs arrays of one shape: " +
-                         ", ".join(f"{name} {shape}" for name, shape in shapes.items()) + ".")
-    return out
-
-
-def _fit(ok, who, what):
-    if not ok:
-        raise ValueError(f"{who}: {what}.")
-
-
-def _layer(layer, who, d_in, d_out=None):
-    """A linear layer's (w [d_in, d_out], b [d_out]) with d_in rows, or one sentence."""
-    layer = as_layer(layer, who)
-    w = as_numbers(layer["w"], f"{who} (its w)", min_dims=2)
-    b = as_numbers(layer["b"], f"{who} (its b)", min_dims=1)
-    _fit(w.ndim == 2 and w.shape[0] == d_in and (d_out is None or w.shape[1] == d_out)
-         and b.shape == w.shape[1:], who, f"its w must be [{d_in}, {d_out or 'd_out'}] and b "
-         f"[d_out], not {w.shape} and {b.shape}")
-    return {"w": w, "b": b}
-
-
-def _block(blk, d, who):
-    """A block's weights with consistent shapes for rows of d numbers, or one sentence."""
-    _fit(isinstance(blk, dict), who, "blk must be one block's weights (tm.PARAMS['blocks'][0])")
-    m = np.shape(weight_at(blk, "mlp.c_fc.w") if weight_at(blk, "mlp.c_fc.w") is not None else ())
-    sizes = {"d": d, "3d": 3 * d, "m": m[-1] if len(m) == 2 else 0}
-    for name, dims in BLOCK_SHAPES.items():
-        w, want = weight_at(blk, name), tuple(sizes[k] for k in dims.split())
-        _fit(w is not None and np.shape(w) == want, who,
-             f"the block's {name} must have shape {want}, not {np.shape(w) if w is not None else 'none'}")
-        as_numbers(w, f"{who} ({name})", min_dims=1)
-    return blk
-
-
+@checked(check_softmax_cross_entropy_backward)
 def softmax_cross_entropy_backward(logits, targets):
     """d loss / d logits: (p - onehot(target)) / (number graded), row by row; 0 on padding."""
-    cross_entropy(logits, targets)                          # checks both, as the loss does
-    targets = np.asarray(targets)
     graded = targets >= 0
     p = softmax(logits)                                     # [..., n, V]
     onehot = np.arange(p.shape[-1]) == targets[..., None]   # True at the target only
-    return (p - onehot) * graded[..., None] / graded.sum()  # [..., n, V]
+    return (p - onehot) * graded[..., None] / int(graded.sum())   # [..., n, V]
 
 
+@checked(check_linear_backward)
 def linear_backward(dout, x, w):
     """out = x w + b. Returns dx (x's shape), dw [d_in, d_out], db [d_out]; the weights'
     gradients add up over every row of every text."""
-    x = as_numbers(x, "linear_backward (x)", min_dims=1)
-    w = as_numbers(w, "linear_backward (w)", min_dims=2)
-    dout = as_numbers(dout, "linear_backward (dout)", min_dims=1)
-    _fit(w.ndim == 2 and x.shape[-1] == w.shape[0] and dout.shape == x.shape[:-1] + w.shape[1:],
-         "linear_backward", f"for out = x w + b, x [..., d_in], w [d_in, d_out] and dout "
-         f"[..., d_out] must fit, not {x.shape}, {w.shape} and {dout.shape}")
     rows_x, rows_dout = x.reshape(-1, x.shape[-1]), dout.reshape(-1, dout.shape[-1])
     return dout @ w.T, rows_x.T @ rows_dout, rows_dout.sum(axis=0)
 
 
+@checked(check_layer_norm_backward)
 def layer_norm_backward(dout, x, g, eps=1e-5):
     """out = g * xhat + b, xhat = (x - mean) / std row by row. Returns dx, dg [d], db [d].
 
     Moving one entry of x also moves its row's mean and std: hence the two averages."""
-    dout, x = _same_shape("layer_norm_backward", dout=dout, x=x)
-    g = as_numbers(g, "layer_norm_backward (g)")
-    _fit(g.shape in ((), x.shape[-1:]), "layer_norm_backward", f"g must have one number per "
-         f"column of x ({x.shape[-1]}), not shape {g.shape}")
-    _fit(is_number(eps) and 0 <= eps < np.inf, "layer_norm_backward", f"eps must be a number, 0 or more "
-         f"(GPT-2's is 1e-5), not {eps!r}")
     std = np.sqrt(x.var(axis=-1, keepdims=True) + eps)
     xhat = (x - x.mean(axis=-1, keepdims=True)) / std
     dxhat = dout * g                                        # [..., n, d]
@@ -118,21 +74,19 @@ def layer_norm_backward(dout, x, g, eps=1e-5):
     return dx, (dout * xhat).reshape(-1, d).sum(axis=0), dout.reshape(-1, d).sum(axis=0)
 
 
+@checked(check_gelu_backward)
 def gelu_backward(dout, x):
     """dout times GELU's slope at x (the tanh form, by the chain rule); x may be one number."""
-    dout, x = _same_shape("gelu_backward", min_dims=0, dout=dout, x=x)
-    c, x2 = np.sqrt(2 / np.pi), x * x
+    c, x2 = float(np.sqrt(2 / np.pi)), x * x                # a Python float keeps float32
     t = np.tanh(c * x * (1 + 0.044715 * x2))
     slope = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x2)
     return dout * slope
 
 
+@checked(check_mlp_backward)
 def mlp_backward(dout, x, c_fc, c_proj, trace=None):
     """Back through narrow, GELU, widen. Returns dx and the MLP's gradients. (trace: what
     mlp() recorded for this x, if kept; otherwise the forward pass is run again.)"""
-    dout, x = _same_shape("mlp_backward", dout=dout, x=x)
-    c_fc = _layer(c_fc, "mlp_backward (c_fc)", x.shape[-1])
-    c_proj = _layer(c_proj, "mlp_backward (c_proj)", c_fc["w"].shape[1], x.shape[-1])
     if trace is None:
         trace = {}
         mlp(x, c_fc, c_proj, trace=trace)
@@ -142,13 +96,14 @@ def mlp_backward(dout, x, c_fc, c_proj, trace=None):
     return dx, {"c_fc": {"w": dw_fc, "b": db_fc}, "c_proj": {"w": dw_proj, "b": db_proj}}
 
 
+@checked(check_softmax_backward)
 def softmax_backward(dout, p):
     """Back through p = softmax(s) by rows: ds = p * (dp - sum(p * dp)). Each p_j moves
     with every score of its row, so each score collects from all of them."""
-    dout, p = _same_shape("softmax_backward", dout=dout, p=p)
     return p * (dout - (dout * p).sum(axis=-1, keepdims=True))
 
 
+@checked(check_attention_backward)
 def attention_backward(dout, q, k, v, mask=True, weights=None):
     """One head, out = A v, A = softmax(scores by row). Returns dq, dk, dv [..., n, d_head].
     (weights: the head's attention probabilities A, when already computed.)
@@ -160,37 +115,20 @@ def attention_backward(dout, q, k, v, mask=True, weights=None):
     them: dk_j = sum over i >= j of ds_ij q_i / sqrt(d_head), dv_j = sum over i >= j of
     A_ij dout_i. The mask keeps a later token out of an earlier row's output; backwards,
     a later row's gradient does reach an earlier position, through its key and value."""
-    dout, q, k, v = (as_numbers(a, f"attention_backward ({name})", min_dims=2)
-                     for name, a in zip(["dout", "q", "k", "v"], [dout, q, k, v]))
-    _fit(k.shape == v.shape and q.shape[:-2] == k.shape[:-2] and q.shape[-1] == k.shape[-1]
-         and q.shape[-2] <= k.shape[-2] and dout.shape == q.shape, "attention_backward",
-         f"q [m, d_head], k and v [n, d_head] (m <= n) and dout [m, d_head] must fit, not "
-         f"{q.shape}, {k.shape}, {v.shape} and {dout.shape}")
-    _fit(isinstance(mask, (bool, np.bool_)), "attention_backward", "mask is True or False")
-    if weights is not None:
-        weights = as_numbers(weights, "attention_backward (weights)", min_dims=2)
-        _fit(weights.shape == q.shape[:-1] + k.shape[-2:-1], "attention_backward",
-             f"weights must be [m, n] = {q.shape[:-1] + k.shape[-2:-1]}, not {weights.shape}")
     if weights is None:
         trace = {}
         attention(q, k, v, mask, trace=trace)
         weights = trace["weights"]                           # [..., n, n]
     dweights, dv = dout @ transpose(v), transpose(weights) @ dout
     dscores = softmax_backward(dweights, weights)           # 0 where masked
-    scale = 1 / np.sqrt(q.shape[-1])                        # the 1/sqrt(d_head) of the scores
+    scale = 1 / float(np.sqrt(q.shape[-1]))                 # 1/sqrt(d_head); a float keeps float32
     return dscores @ k * scale, transpose(dscores) @ q * scale, dv
 
 
+@checked(check_multi_head_backward)
 def multi_head_backward(dout, x, c_attn, c_proj, n_head, mask=True, trace=None):
     """Back through W_O, each head, and the q/k/v projection. Returns dx and the gradients.
     (trace: what multi_head recorded for this x; otherwise the forward pass runs again.)"""
-    dout, x = _same_shape("multi_head_backward", dout=dout, x=x)
-    d = x.shape[-1]
-    c_attn = _layer(c_attn, "multi_head_backward (c_attn)", d, 3 * d)
-    c_proj = _layer(c_proj, "multi_head_backward (c_proj)", d, d)
-    n_head = check_n_head(n_head, d)
-    _fit(isinstance(mask, (bool, np.bool_)), "multi_head_backward", "mask is True or False")
-    _fit(x.ndim >= 2, "multi_head_backward", "x needs one row per position, [n, d]")
     if trace is None:
         trace = {}
         multi_head(x, c_attn, c_proj, n_head, mask, trace=trace)
@@ -203,71 +141,66 @@ def multi_head_backward(dout, x, c_attn, c_proj, n_head, mask=True, trace=None):
     return dx, {"c_attn": {"w": dw_qkv, "b": db_qkv}, "c_proj": {"w": dw_o, "b": db_o}}
 
 
-def block_backward(dy, x, blk, n_head, trace=None):
+@checked(check_block_backward)
+def block_backward(dy, x, blk, n_head, trace=None, mlp_on=True):
     """Back through y = h + mlp(LN2(h)), h = x + attn(LN1(x)). Returns dx and the gradients.
     (trace: what block recorded for this x; otherwise the forward pass runs again.)
+    mlp_on=False: the block ran without its MLP (y = h); its MLP's gradients are 0.
 
     A residual add hands its gradient to both of its inputs unchanged: dy reaches h
     directly and through the MLP; dh reaches x directly and through attention."""
-    dy, x = _same_shape("block_backward", dy=dy, x=x)
-    _fit(x.ndim >= 2, "block_backward", "x needs one row per position, [n, d]")
-    blk = _block(blk, x.shape[-1], "block_backward")
-    n_head = check_n_head(n_head, x.shape[-1])
     if trace is None:
         trace = {}
-        block(x, blk, n_head, trace=trace)
-    du, g_mlp = mlp_backward(dy, trace["ln2"], **blk["mlp"], trace=trace)
-    dh_ln, dg2, db2 = layer_norm_backward(du, trace["h"], blk["ln_2"]["g"])
-    dh = dy + dh_ln                                         # [..., n, d]
-    da, g_attn = multi_head_backward(dh, trace["ln1"], **blk["attn"], n_head=n_head, trace=trace)
+        block(x, blk, n_head, mlp_on=mlp_on, trace=trace)
+    grads = {}
+    if mlp_on:
+        du, grads["mlp"] = mlp_backward(dy, trace["ln2"], **blk["mlp"], trace=trace)
+        dh_ln, dg2, db2 = layer_norm_backward(du, trace["h"], blk["ln_2"]["g"])
+        grads["ln_2"] = {"g": dg2, "b": db2}
+        dh = dy + dh_ln                                     # [..., n, d]
+    else:                                                   # y = h: nothing between them
+        dh = dy
+        grads.update({part: tree_map(np.zeros_like, blk[part]) for part in MLP_PARTS if part in blk})
+    da, grads["attn"] = multi_head_backward(dh, trace["ln1"], **blk["attn"], n_head=n_head, trace=trace)
     dx_ln, dg1, db1 = layer_norm_backward(da, x, blk["ln_1"]["g"])
-    return dh + dx_ln, {"ln_1": {"g": dg1, "b": db1}, "attn": g_attn,
-                        "ln_2": {"g": dg2, "b": db2}, "mlp": g_mlp}
+    grads["ln_1"] = {"g": dg1, "b": db1}
+    return dh + dx_ln, {part: grads[part] for part in blk}     # in the block's own order
 
 
+@checked(check_unembed_backward)
 def unembed_backward(dlogits, f, w_u):
     """logits = f W_U. Returns df [..., n, d] and dW_U [d, V]."""
     df, dw_u, _ = linear_backward(dlogits, f, w_u)
     return df, dw_u
 
 
+@checked(check_embed_backward)
 def embed_backward(dx, ids, wte, wpe):
     """x = wte[ids] + wpe[:n]: each row's gradient goes to its token's row of wte (a token
     used twice collects both) and to its position's row of wpe."""
-    wte = as_numbers(wte, "embed_backward (wte)", min_dims=2)
-    wpe = as_numbers(wpe, "embed_backward (wpe)", min_dims=2)
-    ids = np.asarray(check_ids(ids, len(wpe), len(wte)))
-    dx = as_numbers(dx, "embed_backward (dx)", min_dims=2)
-    _fit(wte.ndim == wpe.ndim == 2 and dx.shape == ids.shape + wte.shape[1:], "embed_backward",
-         f"dx must have one row of d = {wte.shape[-1]} numbers per id, {ids.shape + wte.shape[1:]}, "
-         f"not {dx.shape}")
     d = dx.shape[-1]
-    dwte, dwpe = np.zeros(np.shape(wte)), np.zeros(np.shape(wpe))
+    dwte, dwpe = np.zeros(wte.shape, dx.dtype), np.zeros(wpe.shape, dx.dtype)
     np.add.at(dwte, ids.reshape(-1), dx.reshape(-1, d))
     dwpe[:ids.shape[-1]] = dx.reshape(-1, ids.shape[-1], d).sum(axis=0)
     return dwte, dwpe
 
 
-def backward(dlogits, ids, params=PARAMS, n_head=N_HEAD, trace=None):
+@checked(check_backward)
+def backward(dlogits, ids, params=PARAMS, n_head=N_HEAD, trace=None, mlp_on=True):
     """Every weight's gradient, given d loss / d logits: each step of the forward pass
-    undone in reverse. The result has exactly params' layout. trace: what forward() kept
-    for these ids (if None, the forward pass is run again)."""
-    n_head = check_params(params, n_head)
-    ids = check_ids(ids, len(params["wpe"]), len(params["wte"]))
-    dlogits = as_numbers(dlogits, "backward (dlogits)", min_dims=2)
-    _fit(dlogits.shape == np.shape(ids) + (len(params["wte"]),), "backward",
-         f"dlogits must have one row of V = {len(params['wte'])} numbers per id, "
-         f"{np.shape(ids) + (len(params['wte']),)}, not {dlogits.shape}")
+    undone in reverse. The result has exactly params' layout, in the weights' dtype.
+    trace: what forward() kept for these ids (if None, the forward pass is run again);
+    mlp_on: as forward's (False: the MLPs' gradients are 0)."""
     if trace is None:
         trace = {}
-        forward(ids, params, n_head, trace=trace)
+        forward(ids, params, n_head, mlp_on=mlp_on, trace=trace)
     xs = [trace["x"]] + [t["y"] for t in trace["blocks"]]  # each block's input, then its output
     tied = "w_u" not in params
     df, dw_u = unembed_backward(dlogits, trace["f"], params["wte"].T if tied else params["w_u"])
     dy, dg_f, db_f = layer_norm_backward(df, trace["y"], params["ln_f"]["g"])
     block_grads = []
     for blk, x, t in reversed(list(zip(params["blocks"], xs, trace["blocks"]))):
-        dy, g = block_backward(dy, x, blk, n_head, t)       # now d loss / d (the block's input)
+        dy, g = block_backward(dy, x, blk, n_head, t, mlp_on)   # now d loss / d (the block's input)
         block_grads.insert(0, g)
     dwte, dwpe = embed_backward(dy, ids, params["wte"], params["wpe"])
     grads = {"wte": dwte + dw_u.T if tied else dwte, "wpe": dwpe, "blocks": block_grads,
@@ -277,17 +210,18 @@ def backward(dlogits, ids, params=PARAMS, n_head=N_HEAD, trace=None):
     return grads
 
 
-def loss_and_grads(ids, targets, params=PARAMS, n_head=N_HEAD):
+def loss_and_grads(ids, targets, params=PARAMS, n_head=N_HEAD, mlp_on=True):
     """Section 4's loss (the mean of -ln p(target)) and its gradient with respect to every
     weight, in params' layout. ids and targets: [n] for one text, or [B, n] for a batch
-    (a target of -1 is not graded)."""
+    (a target of -1 is not graded). mlp_on: as forward's."""
     ids = check_batch(ids, targets)
     trace = {}
-    logits = forward(ids, params, n_head, trace=trace)      # [..., n, V]
+    logits = forward(ids, params, n_head, mlp_on=mlp_on, trace=trace)   # [..., n, V]
     loss = cross_entropy(logits, targets)                    # checks the targets too
-    dlogits = softmax_cross_entropy_backward(logits, targets)
-    grads = backward(dlogits, ids, params, n_head, trace)
-    return loss, tree_map(lambda g, w: g.astype(np.asarray(w).dtype, copy=False), grads, params)
+    with checked_inside():                                  # all checked: the twins run bare
+        dlogits = softmax_cross_entropy_backward(logits, np.asarray(targets))
+        return loss, backward(dlogits, np.asarray(ids), params, n_head, trace,
+                              mlp_on and "mlp" in params["blocks"][0])
 
 
 def check_batch(ids, targets):
@@ -335,53 +269,20 @@ def _entry(index, shape, name):
     return tuple(int(i) for i in idx)
 
 
-def _positive(x, what):
-    if not (is_number(x) and np.isfinite(x) and x > 0):
-        raise ValueError(f"{what} must be a positive number, such as 0.05, not {shown_value(x)}.")
-    return float(x)
-
-
 # --- Optimisers: new weights from the old ones and the gradient (never in place) ------
 
-def check_grads(params, grads):
-    """grads must have params' layout, each gradient its weight's shape, and be finite."""
-    weights = _leaves(params)
-    found = _leaves(grads) if isinstance(grads, (dict, list)) else {}
-    if list(found) != list(weights):
-        odd = sorted(set(weights) ^ set(found)) or list(weights)
-        raise ValueError(f"The gradients must have the weights' layout (one per weight, as "
-                         f"loss_and_grads returns them); {odd[0]!r} is in one but not the other.")
-    for name, w in weights.items():
-        g = found[name]
-        if np.shape(g) != np.shape(w):
-            raise ValueError(f"The gradient of {name!r} has shape {np.shape(g)}, but the weight "
-                             f"has shape {np.shape(w)}: each gradient has its weight's shape.")
-        if not np.all(np.isfinite(g)):
-            raise ValueError(f"The gradient of {name!r} is not finite (NaN or infinity): the "
-                             "loss has diverged; take a smaller learning rate.")
-
-
-def _leaves(tree):
-    """{dotted name: array} for every weight of a tree, in the tree's order (one walk)."""
-    found = {}
-    walk(lambda path, leaf: found.__setitem__(weight_name(path), leaf), tree)
-    return found
-
-
+@checked(check_sgd_step)
 def sgd_step(params, grads, lr):
     """Gradient descent: every weight moves by -lr times its gradient."""
-    lr = _positive(lr, "The learning rate lr")
-    check_grads(params, grads)
     return tree_map(lambda w, g: w - lr * g, params, grads)
 
 
+@checked(check_adam_step)
 def adam_step(params, grads, state=None, lr=0.01, betas=(0.9, 0.999), eps=1e-8):
     """Adam: each weight keeps a running mean m of its gradient and v of the gradient's
     square, and moves against m, by about lr * m / sqrt(v): every weight takes steps of a
     similar size, however small its gradient. Returns (new params, new state); start with
     state=None."""
-    lr = _positive(lr, "The learning rate lr")
-    check_grads(params, grads)
     b1, b2 = betas
     if state is None:
         zeros = tree_map(np.zeros_like, params)
@@ -399,9 +300,9 @@ def learning_rate(step, lr, steps, warmup=0, decay=False):
     """The learning rate at `step` (0, 1, ..., steps - 1): a linear warmup from lr / warmup
     to lr over the first `warmup` steps, then lr, or with decay=True a cosine from lr down
     to lr / 10 at the last step (nanoGPT's schedule)."""
-    steps, lr = as_count(steps, "steps"), _positive(lr, "The learning rate lr")
+    steps, lr = as_count(steps, "steps"), positive(lr, "The learning rate lr")
     step, warmup = as_count(step, "step", low=0), as_count(warmup, "warmup", low=0)
-    _fit(step < steps and (warmup < steps or not warmup) and isinstance(decay, bool),
+    fits(step < steps and (warmup < steps or not warmup) and isinstance(decay, bool),
          "learning_rate", f"step counts from 0 to steps - 1 = {steps - 1}, warmup is shorter "
          f"than the run, and decay is True or False (got step {step}, warmup {warmup})")
     if step < warmup:
@@ -418,16 +319,16 @@ def grad_norm(grads):
 
 
 def _grad_leaves(grads, who):
-    _fit(isinstance(grads, (dict, list)) and grads, who, "grads must be a tree of gradients, "
+    fits(isinstance(grads, (dict, list)) and grads, who, "grads must be a tree of gradients, "
          "as loss_and_grads returns them")
-    return [as_numbers(g, f"{who} (the gradient {name!r})") for name, g in _leaves(grads).items()]
+    return [as_numbers(g, f"{who} (the gradient {name!r})") for name, g in leaves(grads).items()]
 
 
 def clip_gradients(grads, max_norm):
     """Gradient clipping: if the whole gradient is longer than max_norm, shrink it to that
     length (every entry by the same factor, so its direction stays). Returns (grads, norm
     before clipping)."""
-    max_norm = _positive(max_norm, "max_norm")
+    max_norm = positive(max_norm, "max_norm")
     norm = grad_norm(grads)
     if norm <= max_norm:
         return grads, norm
@@ -441,9 +342,10 @@ def init_params(seed=0, tied=False, d=4, d_mlp=8, n_layer=1, n_vocab=len(VOCAB),
     """Random weights in the toy's layout, from a seed, the way GPT-2 starts: every matrix
     and embedding drawn from normal(0, std) (GPT-2: 0.02), the two projections that write
     into the residual stream (attn.c_proj, mlp.c_proj) from normal(0, std / sqrt(2 n_layer)),
-    LayerNorm gains 1, all biases 0. tied: no w_u."""
-    seed, std = check_seed(seed), _positive(std, "std")
-    d, d_mlp, n_layer = as_count(d, "d", high=8192), as_count(d_mlp, "d_mlp", high=65536), as_count(n_layer, "n_layer", high=96)
+    LayerNorm gains 1, all biases 0. tied: no w_u. d_mlp=0: attention-only blocks (no
+    ln_2, no MLP)."""
+    seed, std = check_seed(seed), positive(std, "std")
+    d, d_mlp, n_layer = as_count(d, "d", high=8192), as_count(d_mlp, "d_mlp", low=0, high=65536), as_count(n_layer, "n_layer", high=96)
     n_vocab, n_ctx = as_count(n_vocab, "n_vocab", high=2**20), as_count(n_ctx, "n_ctx", high=65536)
     shapes = layout_shapes(n_layer, d, d_mlp, n_vocab, n_ctx, tied)
     size = sum(int(np.prod(shape)) for shape in shapes.values())
@@ -579,6 +481,22 @@ def train(corpus, params=None, steps=200, lr=0.05, optimizer="adam", seed=0, tie
     """Gradient descent on the corpus's mean loss, every text graded at every step.
     Starts from init_params(seed, tied) unless params are given. Returns (the trained
     params, the loss history: steps + 1 values, before each step and at the end).
+    heldout: texts never trained on (load_heldout()), measured after every step.
+    The other options are train_batches' (below)."""
+    fits(isinstance(tied, bool), "train", "tied is True or False")
+    batch = corpus_batch(corpus)
+    held = None if heldout is None else corpus_batch(heldout)
+    params = init_params(seed, tied) if params is None else params
+    return train_batches(lambda step: batch, params, steps, lr, optimizer, n_head, warmup, decay,
+                         clip, callback, held, early_stopping, record)
+
+
+def train_batches(batches, params, steps=200, lr=0.05, optimizer="adam", n_head=N_HEAD,
+                  warmup=0, decay=False, clip=None, callback=None, heldout=None,
+                  early_stopping=False, record=None, mlp_on=True):
+    """Gradient descent on batches of token ids: batches(step) gives the step's (ids,
+    targets), [B, n] each (the same batch every time, or a fresh one). Returns (the
+    trained params, the loss history: steps + 1 values, before each step and at the end).
 
     The learning rate at each step is learning_rate(step, lr, steps, warmup, decay);
     clip: if given, the gradient is shortened to at most that length (clip_gradients)
@@ -586,45 +504,48 @@ def train(corpus, params=None, steps=200, lr=0.05, optimizer="adam", seed=0, tie
     number of steps, from 0 (the loss before training) to steps (history[step] = loss).
     Stops with a ValueError naming the learning rate if the loss diverges.
 
-    heldout: texts never trained on (load_heldout()); their mean loss is measured after
-    every number of steps, as the training loss is. early_stopping=True (with heldout):
-    return the weights of the step whose held-out loss was lowest, not the last ones.
-    record: a dict train fills as it goes: "heldout" (the held-out losses, steps + 1 values),
-    "grad_norm" (the gradient's length before each step, before clipping), and at the end
-    "best_step" and "best_params" (the lowest held-out loss's step and weights)."""
+    heldout: (ids, targets) never trained on; their loss is measured after every number
+    of steps, as the training loss is. early_stopping=True (with heldout): return the
+    weights of the step whose held-out loss was lowest, not the last ones. record: a dict
+    filled as the run goes: "heldout" (the held-out losses, steps + 1 values), "grad_norm"
+    (the gradient's length before each step, before clipping), and at the end "best_step"
+    and "best_params" (the lowest held-out loss's step and weights)."""
+    fits(callable(batches), "train_batches", "batches is a function of the step that gives "
+         "(ids, targets)")
     if not isinstance(optimizer, str) or optimizer not in ("adam", "sgd"):
         raise ValueError(f"optimizer must be 'adam' or 'sgd', not {shown_value(optimizer)}.")
     steps = as_count(steps, "steps")
-    lr = _positive(lr, "The learning rate lr")
+    lr = positive(lr, "The learning rate lr")
     warmup = as_count(warmup, "warmup", low=0)
     if warmup >= steps and warmup:
         raise ValueError(f"warmup ({warmup} steps) must be shorter than the run ({steps} steps).")
     if clip is not None:
-        clip = _positive(clip, "clip (the longest gradient allowed)")
-    if not isinstance(decay, bool) or not isinstance(tied, bool):
-        raise ValueError("decay and tied are True or False.")
+        clip = positive(clip, "clip (the longest gradient allowed)")
+    if not isinstance(decay, bool) or not isinstance(mlp_on, bool):
+        raise ValueError("decay and mlp_on are True or False.")
     if not isinstance(early_stopping, bool) or (early_stopping and heldout is None):
         raise ValueError("early_stopping is True or False, and needs heldout texts to watch.")
     if record is not None and not isinstance(record, dict):
         raise ValueError(f"record must be a dict for train to fill, not {shown_value(record)}.")
-    params = init_params(seed, tied) if params is None else params
-    ids, targets = corpus_batch(corpus)
-    held = None if heldout is None else corpus_batch(heldout)
+    n_head = check_params(params, n_head)
+    held = None if heldout is None else _step_batch(heldout, params, "heldout")
     state, history, held_history, norms, best = None, [], [], [], (np.inf, 0, params)
     if record is not None:                                  # filled as the run goes
         record.update({"grad_norm": norms} | ({"heldout": held_history} if held is not None else {}))
     for step in range(steps + 1):
+        ids, targets = _step_batch(batches(step), params, f"batches({step})")
         with np.errstate(over="ignore", invalid="ignore"):   # divergence is caught below
             try:
-                loss, grads = loss_and_grads(ids, targets, params, n_head)
+                loss, grads = loss_and_grads(ids, targets, params, n_head, mlp_on)
             except ValueError:
                 if step == 0:
                     raise                                   # bad input, not divergence
                 loss, grads = np.inf, None                  # the weights overflowed
             history.append(loss)
-            _check_diverged(history, grads, lr)
+            _check_diverged(history, grads, lr, len(params["wte"]))
             if held is not None:
-                held_history.append(cross_entropy(forward(held[0], params, n_head), held[1]))
+                held_history.append(cross_entropy(forward(held[0], params, n_head, mlp_on=mlp_on),
+                                                  held[1]))
                 if held_history[-1] < best[0]:
                     best = (held_history[-1], step, params)
             if callback is not None:
@@ -637,17 +558,28 @@ def train(corpus, params=None, steps=200, lr=0.05, optimizer="adam", seed=0, tie
             if clip is not None:
                 grads, _ = clip_gradients(grads, clip)
             rate = learning_rate(step, lr, steps, warmup, decay)
-            if optimizer == "adam":
-                params, state = adam_step(params, grads, state, rate)
-            else:
-                params = sgd_step(params, grads, rate)
+            with checked_inside():                          # the gradients are the code's own
+                if optimizer == "adam":
+                    params, state = adam_step(params, grads, state, rate)
+                else:
+                    params = sgd_step(params, grads, rate)
 
 
-def _check_diverged(history, grads, lr):
+def _step_batch(batch, params, what):
+    """(ids [B, n], targets [B, n]) that fit the model's vocabulary and context, or one sentence."""
+    ok = isinstance(batch, tuple) and len(batch) == 2
+    fits(ok, "train_batches", f"{what} must give a pair (ids, targets), not {shown_value(batch)}")
+    ids = check_batch(*batch)
+    check_ids(ids, len(params["wpe"]), len(params["wte"]))
+    check_targets(batch[1], np.shape(ids), len(params["wte"]))
+    return np.asarray(ids), np.asarray(batch[1])
+
+
+def _check_diverged(history, grads, lr, V):
     """Divergence: the loss or a gradient is not finite, or the loss is ten times where it
     started (and above ln V)."""
     loss = history[-1]
-    if np.isfinite(loss) and loss <= 10 * max(history[0], np.log(len(VOCAB))) and (
+    if np.isfinite(loss) and loss <= 10 * max(history[0], np.log(V)) and (
             grads is None or np.isfinite(grad_norm(grads))):
         return
     raise ValueError(f"Training diverged at step {len(history) - 1}: the loss went from "
@@ -667,7 +599,7 @@ def fisher_exact(hits_a, n_a, hits_b, n_b):
     than the one seen: a small p says such a lopsided split is rare without a difference."""
     from math import exp, lgamma
     for k, n in ((hits_a, n_a), (hits_b, n_b)):
-        _fit(isinstance(k, (int, np.integer)) and isinstance(n, (int, np.integer))
+        fits(isinstance(k, (int, np.integer)) and isinstance(n, (int, np.integer))
              and 0 <= k <= n and 0 < n <= 10_000, "fisher_exact", f"hits and runs are whole "
              f"numbers with 0 <= hits <= runs <= 10,000, not {shown_value(k)} of {shown_value(n)}")
     def log_ways(n, k):                                     # ln of "n choose k"
@@ -684,12 +616,12 @@ def bootstrap_interval(a, b, statistic="median", n=10_000, seed=0, level=0.95):
     interval without 0 says the difference is larger than the luck of the seeds gives."""
     a = as_numbers(a, "bootstrap_interval (a)")
     b = as_numbers(b, "bootstrap_interval (b)")
-    _fit(a.ndim == b.ndim == 1 and len(a) > 1 and len(b) > 1, "bootstrap_interval",
+    fits(a.ndim == b.ndim == 1 and len(a) > 1 and len(b) > 1, "bootstrap_interval",
          "a and b are lists of at least 2 numbers each")
-    _fit(isinstance(statistic, str) and statistic in ("median", "mean"), "bootstrap_interval",
+    fits(isinstance(statistic, str) and statistic in ("median", "mean"), "bootstrap_interval",
          f"statistic is 'median' or 'mean', not {shown_value(statistic)}")
     n, seed = as_count(n, "n", high=10**6), check_seed(seed)
-    _fit(is_number(level) and 0 < level < 1, "bootstrap_interval",
+    fits(is_number(level) and 0 < level < 1, "bootstrap_interval",
          f"level is a share between 0 and 1, such as 0.95, not {shown_value(level)}")
     stat = np.median if statistic == "median" else np.mean
     rng = np.random.default_rng(seed)

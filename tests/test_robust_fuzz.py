@@ -21,8 +21,9 @@ import toy_checks
 import toy_gpt2
 import toy_model as tm
 import toy_train
+import toy_train_checks
 
-MODULES = [tm, toy_checks, toy_train, toy_gpt2]
+MODULES = [tm, toy_checks, toy_train, toy_train_checks, toy_gpt2]
 FUZZ = settings(max_examples=25, deadline=None, derandomize=True, database=None,
                 phases=[Phase.explicit, Phase.generate],       # no shrinking: a failure is shown as found
                 suppress_health_check=list(HealthCheck))
@@ -102,6 +103,9 @@ C_FC = either(st.sampled_from([tm.PARAMS["blocks"][0]["mlp"]["c_fc"]]))
 MLP_PROJ = either(st.sampled_from([tm.PARAMS["blocks"][0]["mlp"]["c_proj"]]))
 FN = either(st.sampled_from([np.copy, np.zeros_like, lambda *a: a[0]]))
 CORPUS = either(st.sampled_from([[[0, 2, 4, 5, 1, 6, 10, 11]], [[0, 3, 11], [0, 2, 11]]]))
+BATCH = either(st.sampled_from([(np.array([[0, 2, 4]]), np.array([[2, 4, 5]])),
+                                 (np.array([[0, 2], [0, 3]]), np.array([[2, -1], [3, 11]]))]))
+BATCHES = BATCH.map(lambda batch: lambda step: batch)
 CORPUS_TEXT = either(st.sampled_from(["the cat climbed the roof.\nthe dog climbed the wall.\n"]))
 GRADS = either(st.sampled_from([tm.tree_map(np.ones_like, tm.PARAMS),
                                 tm.tree_map(np.zeros_like, tm.PARAMS)]))
@@ -178,6 +182,7 @@ A = {
     "corpus_batch": [CORPUS], "corpus_loss": [CORPUS, PARAMS],
     "train": [CORPUS, {"steps": either(st.integers(1, 3)), "lr": NUMBER, "seed": SEED,
                        "optimizer": either(st.sampled_from(["adam", "sgd"]))}],
+    "train_batches": [BATCHES, PARAMS, {"steps": either(st.integers(1, 3)), "lr": NUMBER}],
     # toy_gpt2
     "bytes_to_unicode": [], "byte_chars": [TEXT], "as_text": [TEXT], "pre_split": [TEXT],
     "bpe": [TEXT, either(st.just({("t", "h"): 0}))], "bpe_fast": [TEXT, either(st.just({("t", "h"): 0}))],
@@ -186,6 +191,8 @@ A = {
     "save_bpe": [FOLDER, either(st.just({"a": 0, "b": 1})), either(st.just([]))],
     "toy_bpe": [either(st.just(list(tm.VOCAB)))], "merge_pair": [either(st.just(("a", "b"))), either(st.just(("a", "b")))],
     "train_bpe": [either(st.just(["ab", "ab"])), COUNT],
+    "check_gpt2_config": [either(st.just({"n_layer": 1, "n_head": 2, "n_embd": 4, "vocab_size": 12,
+                                          "n_positions": 8, "n_inner": 0}))],
     "load_gpt2": [FOLDER], "save_gpt2": [FOLDER, PARAMS], "save_toy_as_gpt2": [FOLDER],
     "find_gpt2": [FOLDER], "download_gpt2": "skip: the network",
     "count_params": [PARAMS], "token_texts": [either(st.just({"decode": tm.decode})), IDS],
@@ -194,7 +201,17 @@ A = {
     "params_by_part": [PARAMS], "tokenizers_merges": [TEXT, COUNT], "time_generation": [IDS, PARAMS, either(st.just(2)), COUNT, FLAG],
 }
 
-# The building blocks' declared checks take what the blocks take.
+# The building blocks' declared checks take what the blocks take, and so do the twins'.
+A.update({f"check_{name}": A[name] for name in [
+    "transpose", "softmax_cross_entropy_backward", "linear_backward", "layer_norm_backward",
+    "gelu_backward", "mlp_backward", "softmax_backward", "attention_backward",
+    "multi_head_backward", "block_backward", "unembed_backward", "embed_backward", "backward",
+    "sgd_step", "adam_step"]})
+A.update({"fits": "skip: the checks' own sentence, given the verdict they have computed",
+          "positive": [NUMBER, WHO], "same_shape": [WHO],
+          "as_linear": [C_FC, WHO, COUNT], "as_block": [BLOCK, COUNT, WHO], "as_mask": [FLAG, WHO],
+          "leaves": [PARAMS]})
+
 A.update({f"check_{name}": A[name] for name in ["layer_norm", "gelu", "softmax", "log_softmax", "linear",
                                                  "embed", "causal_mask", "attention", "multi_head",
                                                  "mlp", "block", "unembed"]})

@@ -1,0 +1,201 @@
+"""Training beyond the toy: any vocabulary and context, fresh batches, attention-only
+blocks, the MLP switched off, float32 kept, and checkpoints of ids alone.
+
+Every gradient is compared with a central difference the test computes itself from
+forward and cross_entropy, never with the course's finite_difference."""
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+import toy_checks
+import toy_gpt2 as tg
+import toy_model as tm
+import toy_train as tt
+
+
+def loss_of(params, ids, targets, n_head, mlp_on=True):
+    return tm.cross_entropy(tm.forward(ids, params, n_head, mlp_on=mlp_on), targets)
+
+
+def numeric_grad(params, name, index, ids, targets, n_head, mlp_on=True, eps=1e-6):
+    """d loss / d (one weight) by a central difference, written here."""
+    w = np.array(tm.get_weight(params, name), dtype=np.float64)
+    losses = []
+    for step in (eps, -eps):
+        nudged = w.copy()
+        nudged[index] += step
+        losses.append(loss_of(tm.replace_weight(params, name, nudged), ids, targets, n_head, mlp_on))
+    return (losses[0] - losses[1]) / (2 * eps)
+
+
+def some_entries(params, rng, per_weight=2):
+    """(name, index) for a few random entries of every weight."""
+    for name in tm.weight_names(params):
+        shape = np.shape(tm.get_weight(params, name))
+        for _ in range(per_weight):
+            yield name, tuple(int(rng.integers(0, n)) for n in shape)
+
+
+def a_batch(rng, V, n, B=3):
+    ids = rng.integers(0, V, (B, n))
+    targets = rng.integers(0, V, (B, n))
+    targets[0, -1] = -1                                     # one padded position
+    return ids, targets
+
+
+def test_an_attention_only_model_has_the_layout_without_ln_2_and_mlp():
+    params = tt.init_params(1, d=8, d_mlp=0, n_layer=2, n_vocab=20, n_ctx=16)
+    names = set(tm.weight_names(params))
+    assert names == set(toy_checks.layout(2, tied=False, mlp=False))
+    assert not any(".ln_2." in n or ".mlp." in n for n in names)
+    assert {".".join(n.split(".")[2:]) for n in names if n.startswith("blocks.1.")} == {
+        "ln_1.g", "ln_1.b", "attn.c_attn.w", "attn.c_attn.b", "attn.c_proj.w", "attn.c_proj.b"}
+
+
+def test_an_attention_only_block_is_x_plus_attention_and_nothing_else():
+    """Written out here: y = x + W_O(heads(LN1(x))), with no second LayerNorm or MLP."""
+    params = tt.init_params(2, d=8, d_mlp=0, n_layer=1, n_vocab=20, n_ctx=16)
+    x = np.random.default_rng(0).normal(size=(5, 8))
+    blk = params["blocks"][0]
+    a = tm.layer_norm(x, **blk["ln_1"])
+    want = x + tm.multi_head(a, **blk["attn"], n_head=2)
+    assert np.allclose(tm.block(x, blk, 2, mlp_on=False), want)
+    with pytest.raises(ValueError, match="no MLP"):
+        tm.block(x, blk, 2)
+
+
+@pytest.mark.parametrize("n_layer, n_head, tied, d_mlp, mlp_on", [
+    (1, 1, False, 0, True), (2, 2, True, 0, True), (2, 4, False, 0, True),
+    (2, 2, False, 16, False), (1, 2, True, 16, False), (2, 1, True, 16, True)])
+def test_gradients_of_any_model_match_a_central_difference(n_layer, n_head, tied, d_mlp, mlp_on):
+    """Vocabulary 20 and context 16 (beyond the toy's 12 and 8), a batch with padding."""
+    rng = np.random.default_rng(n_layer * 10 + n_head)
+    params = tt.init_params(n_layer, tied=tied, d=8, d_mlp=d_mlp, n_layer=n_layer, n_vocab=20,
+                            n_ctx=16, std=0.5)
+    ids, targets = a_batch(rng, 20, 11)
+    loss, grads = tt.loss_and_grads(ids, targets, params, n_head, mlp_on=mlp_on)
+    assert loss == pytest.approx(loss_of(params, ids, targets, n_head, mlp_on))
+    for name, index in some_entries(params, rng):
+        got = tm.get_weight(grads, name)[index]
+        want = numeric_grad(params, name, index, ids, targets, n_head, mlp_on)
+        assert got == pytest.approx(want, abs=2e-7, rel=1e-4), (name, index)
+
+
+def test_with_the_mlp_off_its_gradients_are_zero_and_the_rest_is_the_attention_only_models():
+    rng = np.random.default_rng(4)
+    full = tt.init_params(3, d=8, d_mlp=16, n_layer=2, n_vocab=20, n_ctx=16, std=0.5)
+    bare = tm.tree_from({n: tm.get_weight(full, n) for n in tm.weight_names(full)
+                         if ".ln_2." not in n and ".mlp." not in n})
+    ids, targets = a_batch(rng, 20, 9)
+    loss_off, g_off = tt.loss_and_grads(ids, targets, full, 2, mlp_on=False)
+    loss_bare, g_bare = tt.loss_and_grads(ids, targets, bare, 2)
+    assert loss_off == loss_bare
+    for name in tm.weight_names(full):
+        g = tm.get_weight(g_off, name)
+        if ".ln_2." in name or ".mlp." in name:
+            assert not g.any(), name
+        else:
+            assert np.array_equal(g, tm.get_weight(g_bare, name)), name
+    assert tm.weight_names(tt.backward(tm.softmax(tm.forward(ids, full, 2, mlp_on=False)) * 0, ids,
+                                       full, 2, mlp_on=False)) == tm.weight_names(full)
+
+
+@pytest.mark.parametrize("d_mlp, tied, batch", list(itertools.product([0, 16], [False, True], [False, True])))
+def test_float32_weights_give_float32_gradients_all_the_way(d_mlp, tied, batch):
+    """No step of the backward pass turns float32 into float64 (nothing casts at the end)."""
+    params = tm.tree_map(lambda w: np.asarray(w, np.float32),
+                         tt.init_params(5, tied=tied, d=8, d_mlp=d_mlp, n_layer=2, n_vocab=20, n_ctx=16))
+    rng = np.random.default_rng(5)
+    ids, targets = a_batch(rng, 20, 7) if batch else (list(rng.integers(0, 20, 7)), list(rng.integers(0, 20, 7)))
+    trace = {}
+    logits = tm.forward(ids, params, 2, trace=trace)
+    assert logits.dtype == np.float32
+    dlogits = tt.softmax_cross_entropy_backward(logits, targets)
+    assert dlogits.dtype == np.float32
+    grads = tt.backward(dlogits, ids, params, 2, trace)
+    assert {tm.get_weight(grads, n).dtype for n in tm.weight_names(grads)} == {np.dtype(np.float32)}
+
+
+def test_ids_are_checked_against_the_models_own_vocabulary_and_context():
+    params = tt.init_params(0, d=8, d_mlp=0, n_layer=1, n_vocab=20, n_ctx=16)
+    ids = np.arange(15)[None] % 20 + 5                      # ids up to 19, 15 positions
+    tt.loss_and_grads(ids, ids, params, 2)                  # beyond the toy's 12 and 8: fine
+    with pytest.raises(ValueError, match="20"):
+        tt.loss_and_grads(ids + 1, ids, params, 2)          # id 20 in a vocabulary of 20
+    with pytest.raises(ValueError) as err:
+        tt.train_batches(lambda step: (np.zeros((2, 17), int), np.zeros((2, 17), int)), params, 3)
+    assert "16" in str(err.value) and "\n" not in str(err.value)
+
+
+def copy_batches(seed, V=8, half=4, B=16):
+    """Fresh rows of `half` random tokens then the same tokens again: the second half can
+    be predicted from the first."""
+    rng = np.random.default_rng(seed)
+
+    def batch(step):
+        first = rng.integers(0, V, (B, half))
+        row = np.concatenate([first, first], axis=1)
+        targets = row[:, 1:].copy()
+        targets[:, :half - 1] = -1                          # grade the copy only
+        return row[:, :-1], targets
+    return batch
+
+
+def test_train_batches_draws_a_fresh_batch_every_step_and_learns_to_copy():
+    seen = []
+    batches = copy_batches(0)
+
+    def spy(step):
+        seen.append(step)
+        return batches(step)
+    params = tt.init_params(0, d=16, d_mlp=0, n_layer=2, n_vocab=8, n_ctx=8)
+    trained, history = tt.train_batches(spy, params, steps=300, lr=0.01, n_head=1)
+    assert seen == list(range(301)) and len(history) == 301
+    assert history[0] > 0.9 * np.log(8)                     # a fresh model guesses
+    held = copy_batches(99)(0)
+    assert loss_of(trained, *held, 1) < 0.5 * loss_of(params, *held, 1)
+
+
+def test_a_large_vocabulary_trains_and_a_diverging_run_stops_with_the_sentence():
+    """A model of 200 tokens starts near ln 200 = 5.3, twice the toy's ln 12."""
+    params = tt.init_params(0, d=8, d_mlp=0, n_layer=1, n_vocab=200, n_ctx=8)
+    rng = np.random.default_rng(1)
+    ids = rng.integers(0, 200, (4, 8))
+    _, history = tt.train_batches(lambda step: (ids, ids), params, steps=3, lr=1e-3)
+    assert history[0] == pytest.approx(np.log(200), abs=0.2)
+    with pytest.raises(ValueError, match="diverged"):
+        tt.train_batches(lambda step: (ids, ids), tt.init_params(0, d=8, d_mlp=0, n_vocab=200, std=3.0),
+                         steps=60, lr=200.0, optimizer="sgd")
+
+
+def test_train_on_the_corpus_is_train_batches_with_one_batch():
+    corpus = tt.load_corpus()
+    ids, targets = tt.corpus_batch(corpus)
+    _, a = tt.train(corpus, steps=20, seed=2)
+    _, b = tt.train_batches(lambda step: (ids, targets), tt.init_params(2), steps=20)
+    assert a == b
+
+
+@pytest.mark.parametrize("d_mlp, tied", [(0, False), (0, True), (16, False)])
+def test_a_checkpoint_of_ids_alone_round_trips_bit_for_bit(tmp_path, d_mlp, tied):
+    params = tm.tree_map(lambda w: np.asarray(w, np.float32),
+                         tt.init_params(7, tied=tied, d=8, d_mlp=d_mlp, n_layer=2, n_vocab=16, n_ctx=16))
+    tg.save_gpt2(tmp_path, params, n_head=2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "model.safetensors"]
+    assert json.loads((tmp_path / "config.json").read_text())["n_inner"] == d_mlp
+    lab = tg.load_gpt2(tmp_path)
+    assert lab["encode"] is None and lab["decode"] is None and lab["n_head"] == 2
+    assert tm.weight_names(lab["params"]) == tm.weight_names(params) + (["w_u"] if tied else [])
+    for name in tm.weight_names(params):
+        assert np.array_equal(tm.get_weight(lab["params"], name), tm.get_weight(params, name)), name
+    ids = [3, 1, 4, 1, 5, 9, 2, 6]
+    assert np.array_equal(tm.forward(ids, lab["params"], 2), tm.forward(ids, params, 2))
+
+
+def test_a_checkpoint_with_half_a_tokenizer_is_refused(tmp_path):
+    tg.save_gpt2(tmp_path, tt.init_params(0, d=8, d_mlp=0, n_vocab=16, n_ctx=8), n_head=2)
+    (tmp_path / "vocab.json").write_text("{}")
+    with pytest.raises(ValueError, match="merges.txt"):
+        tg.load_gpt2(tmp_path)
