@@ -241,42 +241,53 @@ number_exercise(
 
 
 def recipe_curves(sweep, levels=()):
-    """A seed sweep (tt.load_sweep()) as a grid: one row per arm (own W_U, tied), so that
-    neither hides the other, one column per recipe; in each panel every run's training
-    loss (blue) and held-out loss (orange), on a log scale so that the last hundredths
-    above the floor and a sudden jump both show. levels: (value, label) reference lines."""
+    """A seed sweep (tt.load_sweep()) as two pictures, one per arm (own W_U, tied), so that
+    neither hides the other, each a grid of one panel per recipe, large enough for a
+    projector; in each panel every run's training loss (blue) and held-out loss (orange), on
+    a log scale so that the last hundredths above the floor and a sudden jump both show.
+    levels: (value, label) reference lines."""
     if not isinstance(sweep, dict) or not {"recipes", "runs", "seeds"} <= sweep.keys():
         raise ValueError("recipe_curves takes a seed sweep, as tt.load_sweep() returns it.")
-    recipes, arms = sweep["recipes"], ["own W_U", "tied"]
-    fig, _ = new_figure(7.2, 4.6)
-    fig.clear()
-    axes = fig.subplots(len(arms), len(recipes), sharex=True, sharey=True, squeeze=False)
-    short = {"warmup + decay": "warmup+decay", "warmup + decay + clipping": "all three",
-             "clipping, lr = decay's mean": "clip, lower lr"}
-    for row, arm in zip(axes, arms):
-        for ax, recipe in zip(row, recipes):
-            for run in sweep["runs"]:
-                if run["recipe"] == recipe and run["arm"] == arm:
-                    ax.plot(run["heldout_history"], color=ORANGE, linewidth=0.7, alpha=0.5)
-                    ax.plot(run["history"], color=BLUE, linewidth=0.7, alpha=0.5)
+    recipes = sweep["recipes"]
+    short = {"warmup + decay": "warmup + decay", "warmup + decay + clipping": "all three",
+             "clipping, lr = decay's mean": "clipping, lower lr"}
+    columns = 3
+    rows = -(-(len(recipes) + 1) // columns)              # one more panel for the legend
+    for arm in ["own W_U", "tied"]:
+        fig, _ = new_figure(6.8, 3.7)                      # the largest plot: 880 × 480 px
+        fig.clear()
+        axes = fig.subplots(rows, columns, sharex=True, sharey=True, squeeze=False).ravel()
+        for ax, recipe in zip(axes, recipes):
+            for run in sweep["runs"]:             # drawn without antialiasing: 160 curves in
+                if run["recipe"] == recipe and run["arm"] == arm:       # two pictures stay small
+                    ax.plot(run["heldout_history"], color=ORANGE, linewidth=0.8, alpha=0.5, antialiased=False)
+                    ax.plot(run["history"], color=BLUE, linewidth=0.8, alpha=0.5, antialiased=False)
             for (value, _), (color, style) in zip(levels, LEVEL_STYLES):
-                ax.axhline(value, color=color, linestyle=style, linewidth=1.2)
+                ax.axhline(value, color=color, linestyle=style, linewidth=1.4)
             ax.set_yscale("log")
             ax.set_ylim(0.25, 3.2)
             ax.set_yticks([0.3, 0.5, 1, 2], ["0.3", "0.5", "1", "2"])
-            ax.set_xticks([0, sweep["steps"]])
+            ax.set_xticks([0, sweep["steps"] // 2, sweep["steps"]])
             ax.minorticks_off()
-            ax.set_title(f"{short.get(recipe, recipe)}\n{arm}", fontsize=8)
-    for ax in axes[-1]:
-        ax.set_xlabel("step")
-    for ax in axes[:, 0]:
-        ax.set_ylabel("nats (log scale)")
-    handles = [plt.Line2D([], [], color=BLUE, label="training loss"),
-               plt.Line2D([], [], color=ORANGE, label="held-out loss")]
-    handles += [plt.Line2D([], [], color=color, linestyle=style, label=f"{label}, {fmt(value)}")
-                for (value, label), (color, style) in zip(levels, LEVEL_STYLES)]
-    fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=8)
-    static(fig)
+            ax.set_title(short.get(recipe, recipe), fontsize=10)
+        for k, ax in enumerate(axes):
+            if k // columns == rows - 1 or k + columns >= len(recipes):
+                ax.xaxis.set_tick_params(labelbottom=True)
+                if k < len(recipes):
+                    ax.set_xlabel("step")
+            if k % columns == 0:
+                ax.set_ylabel("nats (log scale)")
+        legend_ax = axes[len(recipes)]
+        for ax in axes[len(recipes) + 1:]:
+            ax.set_visible(False)
+        legend_ax.set_axis_off()
+        handles = [plt.Line2D([], [], color=BLUE, label="training loss"),
+                   plt.Line2D([], [], color=ORANGE, label="held-out loss")]
+        handles += [plt.Line2D([], [], color=color, linestyle=style, label=f"{label},\n{fmt(value)}")
+                    for (value, label), (color, style) in zip(levels, LEVEL_STYLES)]
+        legend_ax.legend(handles=handles, loc="center", fontsize=9, frameon=False)
+        fig.suptitle(f"{len(sweep['seeds'])} seeds per recipe, {arm}", fontsize=11)
+        static(fig)
 
 
 # --- Write the backward passes yourself ---------------------------------------------
