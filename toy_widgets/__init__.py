@@ -14,7 +14,7 @@ they are imported from.
 
 MODULES = ["draw", "kit", "exercises", "nb01_tokens", "nb02_embeddings", "nb03_qkv",
            "nb04_mask_and_heads", "nb05_block", "nb06_output", "nb07_generation",
-           "lab08_training", "lab09_gpt2"]
+           "lab08_training", "lab09_gpt2", "lab10_induction"]
 
 from .draw import (COLUMN_PX, BLUE, GREEN, GREY, ORANGE, TOKENS, VERMILION, fmt, freeze_layout, heatmap,
                    matrix, new_figure, outline_bars, set_heatmap, share_mathtext, static,
@@ -39,3 +39,4 @@ from .nb06_output import (attention_switch, logit_playground, logit_shift, p_sum
 from .nb07_generation import (generation_stepper, temperature_explorer)  # noqa: F401
 from .lab08_training import (loss_axes, loss_curves, recipe_curves, train_live)  # noqa: F401
 from .lab09_gpt2 import (lab_attention)  # noqa: F401
+from .lab10_induction import (copy_training, head_explorer, head_switches, training_replay)  # noqa: F401
