@@ -438,9 +438,16 @@ def on_change(control, area, state, fn):
 
 def on_enter(box, area, state, fn):
     """Call fn(text) when the learner presses Enter in a Text box: each Enter, also
-    when the text is the same as before (a changed value alone would miss that)."""
+    when the text is the same as before (a changed value alone would miss that).
+
+    A box that sends its text only when it changes (continuous_update=False) sends it when
+    the browser reports a change: at Enter in JupyterLab, but in JupyterLite only when
+    the box loses its focus. So at each Enter the box is told to give up its focus and take
+    it back, which makes the browser report (and send) the text there too."""
     def submitted(_widget, content, _buffers):
         if content.get("event") == "submit":
+            box.send({"do": "blur"})
+            box.send({"do": "focus"})
             fn(box.value)
     box.on_msg(guarded(area, submitted, state))
     on_change(box, area, state, fn)          # a changed text (Enter, or leaving the box)
