@@ -1,0 +1,125 @@
+"""Drive the browser edition (tools/build_lite.py) in Debian's Chromium: a static server
+on 127.0.0.1 for the built site, a Chromium that reaches nothing else, and a kernel that
+is really ready before Run All. Shared by tests/test_lite.py and benchmarks/lite.py.
+
+Every request for another host is refused twice over: the browser resolves no host name
+but 127.0.0.1 (--host-resolver-rules), and each page's requests outside 127.0.0.1 are
+aborted and recorded in `Offline.refused` (Playwright's routing, which also sees the
+kernel's web worker).
+
+The notebook steps are the desktop browser test's (tests/browser_harness.py: run_all,
+notebook_problems; tests/browser_widgets.py: perform), on window.jupyterapp, which the
+site exposes as JupyterLab does with --LabApp.expose_app_in_browser.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+from urllib.parse import urlparse
+
+from browser_harness import (_PAGE_HELPERS_JS, CHROMIUM, CHROMIUM_ARGS, LAB_SETTING_OVERRIDES,
+                             PAGE_TIMEOUT, free_port, wait_in_page)
+
+LOOPBACK = "127.0.0.1"
+KERNEL_READY_TIMEOUT = 90  # s; about 10 s on 2 idle cores
+# The desktop test's JupyterLab settings, less autosave (the site saves to the browser's
+# own storage, which each fresh context starts without).
+TEST_SETTINGS = {plugin: settings for plugin, settings in LAB_SETTING_OVERRIDES.items()
+                 if plugin != "@jupyterlab/docmanager-extension:plugin"}
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
+                      ".wasm": "application/wasm", ".mjs": "text/javascript",
+                      ".js": "text/javascript", ".json": "application/json"}
+
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def serving(folder: Path) -> Iterator[str]:
+    """Serve `folder` on a free loopback port, as `python3 -m http.server` would; yields
+    its URL."""
+    port = free_port()
+    server = http.server.ThreadingHTTPServer(
+        (LOOPBACK, port), functools.partial(_Quiet, directory=str(folder)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{LOOPBACK}:{port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class Offline:
+    """A headless Chromium whose pages reach only 127.0.0.1; `refused` lists every other
+    URL a page asked for."""
+
+    def __init__(self, playwright):
+        self.refused: list[str] = []
+        self.browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True,
+            args=[*CHROMIUM_ARGS, f"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE {LOOPBACK}"])
+
+    def _route(self, route) -> None:
+        if urlparse(route.request.url).hostname == LOOPBACK:
+            route.continue_()
+        else:
+            self.refused.append(route.request.url)
+            route.abort("blockedbyclient")
+
+    def page(self, width: int = 1366, height: int = 768):
+        context = self.browser.new_context(viewport={"width": width, "height": height},
+                                           service_workers="allow")
+        context.route("**/*", self._route)
+        context.add_init_script(_PAGE_HELPERS_JS)
+        page = context.new_page()
+        page.set_default_timeout(PAGE_TIMEOUT * 1000)
+        return page
+
+    def close(self) -> None:
+        self.browser.close()
+
+
+def open_lite(page, site: str, path: str) -> float:
+    """Open the site's JupyterLab on `path`, then wait for a live kernel: one that has run
+    a cell (Pyodide loaded, every preload imported), not only said it is idle. Returns the
+    seconds from opening the URL to that."""
+    start = time.monotonic()
+    page.goto(f"{site}/lab/index.html?path={path}")
+    page.wait_for_function("() => window.jupyterapp !== undefined", timeout=PAGE_TIMEOUT * 1000)
+    page.evaluate("() => window.jupyterapp.restored")
+    wait_in_page(page, "(path) => !!window.__harness.panel(path)", path, PAGE_TIMEOUT,
+                 f"{path} to open")
+    kernel_ready(page, path)
+    return time.monotonic() - start
+
+
+def kernel_ready(page, path: str, timeout: float = KERNEL_READY_TIMEOUT) -> None:
+    """Wait until the notebook's kernel answers an execute request. The kernel reports
+    'idle' while Pyodide is still starting, and a Run All sent then can run nothing."""
+    page.evaluate(
+        """async ([path, ms]) => {
+             const panel = window.__harness.panel(path);
+             await panel.sessionContext.ready;
+             const deadline = performance.now() + ms;
+             while (!panel.sessionContext.session || !panel.sessionContext.session.kernel) {
+               if (performance.now() > deadline) throw new Error('no kernel for ' + path);
+               await new Promise(r => setTimeout(r, 100));
+             }
+             const kernel = panel.sessionContext.session.kernel;
+             const reply = await kernel.requestExecute(
+               {code: 'import ipympl, toy_model', silent: true, store_history: false}).done;
+             if (reply.content.status !== 'ok') {
+               throw new Error('the kernel could not import ipympl and toy_model: ' +
+                               reply.content.ename + ': ' + reply.content.evalue);
+             }
+           }""", [path, timeout * 1000])

@@ -1,0 +1,219 @@
+"""The browser edition (tools/build_lite.py), as a class without Python meets it: built
+offline, served on 127.0.0.1, opened in Debian's Chromium with every request for another
+host refused and counted (tests/lite_harness.py).
+
+- the site builds, and names no file outside itself: no URL in its kernel settings or in
+  Pyodide's lock file, and every file the lock file names is there, with its sha256;
+- notebooks 01 and 06 run all their cells without an error, once the kernel is live (it has
+  run a cell that imports ipympl and toy_model: what the first cell needs is preloaded);
+- exercise 01.1 says what the checker says to a wrong answer typed and sent with Enter and
+  to the right one sent with Check;
+- 06's logit playground shows p = 0.395 for ␣roof first, then the model's p after a click
+  on its slider (the logit read from the page) and after a value typed with Enter;
+- no request left 127.0.0.1.
+
+All of it runs once, in a thread of its own (Playwright's sync API keeps to the thread that
+started it, and the desktop browser tests may hold one in this worker), and each test
+asserts one kind of finding. Select these with `pytest -m lite`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import toy_model as tm
+import toy_widgets as tw
+from browser_harness import REPO_ROOT, notebook_problems, require_browser, run_all, watch_kernel_errors
+from browser_widgets import (TEXT_CHANGES, TEXT_SHOWS, Action, Interaction, look, perform, type_text,
+                             visible_text)
+from lite_harness import TEST_SETTINGS, Offline, open_lite, serving
+from widget_tools import summary
+
+sys.path.insert(0, str(REPO_ROOT / "tools"))
+from build_lite import build  # noqa: E402
+
+pytestmark = pytest.mark.lite
+
+SHOTS = REPO_ROOT / "tests" / "screenshots" / "lite"
+TOKENS_01 = "notebooks/01_tokens.ipynb"
+OUTPUT_06 = "notebooks/06_output.ipynb"
+Z0 = tm.run("the cat climbed the")["logits"][-1]
+ROOF = tm.VOCAB.index(" roof")
+
+
+def playground_line(logit: float) -> str:
+    """What the playground says with ␣roof's logit set to `logit`, from the model."""
+    z = Z0.copy()
+    z[ROOF] = logit
+    return f"logit of {tw.TOKENS[ROOF]}: {tw.fmt(z[ROOF])} · " + summary(tm.softmax(z))
+
+
+def exercise_says(answer) -> str:
+    return tw.exercise("01.1").try_answer(answer)
+
+
+def click_slider(where: float) -> Action:
+    """Click the widget's first slider at `where` (0 to 1) of its length: the handle jumps
+    there, as when a learner clicks the slider's track."""
+
+    def run(root):
+        track = root.locator(".noUi-target").first
+        box = track.bounding_box()
+        track.click(position={"x": box["width"] * where, "y": box["height"] / 2})
+
+    return Action(f"click the slider at {where:g}", run)
+
+
+def _exercise(page, answer: str, send: str) -> str:
+    """Answer 01.1 in the page (Enter, or the Check button); the sentence it shows."""
+    box = page.locator(".w-check", has_text="How many tokens")
+    field = box.locator("input[type=text]")
+    field.fill(answer)
+    if send == "Enter":
+        field.press("Enter")
+    else:
+        box.get_by_role("button", name="Check").click()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        text = " ".join(box.inner_text().split())
+        if answer in text and ("Right" in text or "Not quite" in text or "Close" in text):
+            return text
+        time.sleep(0.1)
+    return " ".join(box.inner_text().split())
+
+
+def _visit(site: str, offline: Offline) -> dict:
+    found = {"run": [], "exercise": [], "playground": [], "seconds": {}}
+    shots = SHOTS
+    shots.mkdir(parents=True, exist_ok=True)
+
+    page = offline.page()
+    try:
+        found["seconds"]["01 kernel"] = round(open_lite(page, site, TOKENS_01), 1)
+        start = time.monotonic()
+        run_all(page, TOKENS_01)
+        found["run"] += [f"01: {p}" for p in notebook_problems(page, TOKENS_01)]
+        found["seconds"]["01 run all"] = round(time.monotonic() - start, 1)
+        for answer, send in (("6", "Enter"), ("7", "Check")):
+            shown = _exercise(page, answer, send)
+            expected = exercise_says(int(answer))
+            if " ".join(expected.split()) not in shown:
+                found["exercise"].append(f"01.1 answered {answer} ({send}): expected "
+                                         f"{expected!r}, the page shows {shown[-300:]!r}")
+    except Exception as error:             # one line for the report; the page for a look
+        found["run"].append(f"01: the visit stopped: {str(error).splitlines()[0]}")
+        page.screenshot(path=shots / "01.png")
+    finally:
+        page.context.close()
+
+    page = offline.page()
+    try:
+        found["seconds"]["06 kernel"] = round(open_lite(page, site, OUTPUT_06), 1)
+        start = time.monotonic()
+        run_all(page, OUTPUT_06)
+        found["run"] += [f"06: {p}" for p in notebook_problems(page, OUTPUT_06)]
+        found["seconds"]["06 run all"] = round(time.monotonic() - start, 1)
+        watch_kernel_errors(page, OUTPUT_06)
+        steps = [Interaction("logit-playground", click_slider(0.75), TEXT_CHANGES, "logit of"),
+                 Interaction("logit-playground", type_text("3.33"), TEXT_CHANGES, playground_line(3.33))]
+        found["playground"] += perform(page, Interaction("logit-playground", look(),
+                                                         TEXT_SHOWS, playground_line(Z0[ROOF])),
+                                       shots / "06-first")
+        found["playground"] += perform(page, steps[0], shots / "06-slider")
+        text = visible_text(page.locator(".w-logit-playground"))
+        moved = re.search(r"logit of ␣roof: (-?\d+\.\d+)", text)
+        if not moved:
+            found["playground"].append(f"after a slider step no logit of ␣roof shows: {text[:300]!r}")
+        else:
+            logit = float(moved.group(1))
+            if not logit > Z0[ROOF] + 0.5:
+                found["playground"].append(f"a click at 3/4 of the slider moved the logit from "
+                                           f"{tw.fmt(Z0[ROOF])} to {moved.group(1)}, not up past 3")
+            if re.sub(r"\s+", "", playground_line(logit)) not in re.sub(r"\s+", "", text):
+                found["playground"].append(f"after the slider step the page shows {text[:300]!r}, "
+                                           f"the model {playground_line(logit)!r}")
+        found["playground"] += perform(page, steps[1], shots / "06-typed")
+    except Exception as error:
+        found["run"].append(f"06: the visit stopped: {str(error).splitlines()[0]}")
+        page.screenshot(path=shots / "06.png")
+    finally:
+        page.context.close()
+    return found
+
+
+def _in_a_thread(site: Path) -> dict:
+    from playwright.sync_api import sync_playwright
+    with serving(site) as url, sync_playwright() as playwright:
+        offline = Offline(playwright)
+        try:
+            found = _visit(url, offline)
+        finally:
+            offline.close()
+        found["refused"] = list(offline.refused)
+        return found
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> dict:
+    """The offline site, built here (timed)."""
+    require_browser()
+    start = time.monotonic()
+    out = build(tmp_path_factory.mktemp("lite") / "lite", offline=True, extra_settings=TEST_SETTINGS)
+    return {"path": out, "seconds": round(time.monotonic() - start, 1)}
+
+
+@pytest.fixture(scope="module")
+def visit(site) -> dict:
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        found = pool.submit(_in_a_thread, site["path"]).result()
+    print(f"browser edition: built in {site['seconds']} s; {found['seconds']}")
+    return found
+
+
+def _assert_none(found: list[str], what: str) -> None:
+    assert not found, what + ":\n  " + "\n  ".join(found)
+
+
+def test_the_site_builds_and_names_no_file_outside_itself(site):
+    out = site["path"]
+    assert (out / "lab" / "index.html").is_file()
+    settings = json.loads((out / "jupyter-lite.json").read_text())["jupyter-config-data"]
+    kernel = json.dumps(settings["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"])
+    assert "://" not in kernel, f"the kernel's settings name a URL: {kernel}"
+    lock = json.loads((out / "pyodide" / "pyodide-lock.json").read_text())
+    wrong = []
+    for name, entry in lock["packages"].items():
+        path = out / "pyodide" / entry["file_name"]
+        if not path.is_file():
+            wrong.append(f"{name}: {entry['file_name']} is not in the site")
+        elif hashlib.sha256(path.read_bytes()).hexdigest() != entry["sha256"]:
+            wrong.append(f"{name}: {entry['file_name']} differs from the lock file's sha256")
+    _assert_none(wrong, "Pyodide's lock file")
+    notebooks = sorted(p.name for p in (REPO_ROOT / "notebooks").glob("*.ipynb"))
+    assert sorted(p.name for p in (out / "files" / "notebooks").glob("*.ipynb")) == notebooks
+
+
+def test_notebooks_01_and_06_run_all_their_cells_without_error(visit):
+    _assert_none(visit["run"], "Run All in the browser edition")
+
+
+def test_exercise_01_1_answers_a_wrong_and_a_right_answer(visit):
+    _assert_none(visit["exercise"], "exercise 01.1 in the browser edition")
+
+
+def test_the_logit_playground_shows_the_models_p(visit):
+    assert tw.fmt(tm.softmax(Z0)[ROOF]) == "0.395"
+    _assert_none(visit["playground"], "06's logit playground in the browser edition")
+
+
+def test_no_request_leaves_the_machine(visit):
+    _assert_none(visit["refused"], f"{len(visit['refused'])} requests for other hosts, refused")
