@@ -53,6 +53,7 @@ def as_count(n, what, low=1, high=None):
 
 def as_path(path, who, what="file"):
     """A file's or folder's path (text or a Path) that the file system can hold."""
+    what = what if isinstance(what, str) else "file"
     if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)) or str(path) == "":
         raise ValueError(f"{who} takes a {what}'s path, such as 'gpt2', not {shown_value(path)}."
                          if what == "folder" else f"{who} takes a {what}'s path, not {shown_value(path)}.")

@@ -228,8 +228,9 @@ def check_batch(ids, targets):
     """ids as an array of targets' shape: [n] for one text or [B, n] for a batch."""
     if isinstance(ids, str):
         raise ValueError("ids are token ids, not text: turn text into ids with encode() first.")
-    arr, shape = np.asarray(ids, dtype=object), np.shape(targets)
-    if arr.shape != shape or arr.ndim not in (1, 2):
+    arr, shape = np.asarray(ids, dtype=object), np.asarray(targets, dtype=object).shape
+    ragged = arr.ndim == 1 and any(isinstance(i, (list, tuple, np.ndarray)) for i in arr)
+    if arr.shape != shape or arr.ndim not in (1, 2) or ragged:
         raise ValueError(f"ids {arr.shape} and targets {shape} need the same shape: "
                          "[n] for one text or [B, n] for a batch.")
     return np.asarray(ids) if arr.ndim == 2 else list(ids)
@@ -507,9 +508,10 @@ def train_batches(batches, params, steps=200, lr=0.05, optimizer="adam", n_head=
     heldout: (ids, targets) never trained on; their loss is measured after every number
     of steps, as the training loss is. early_stopping=True (with heldout): return the
     weights of the step whose held-out loss was lowest, not the last ones. record: a dict
-    filled as the run goes: "heldout" (the held-out losses, steps + 1 values), "grad_norm"
-    (the gradient's length before each step, before clipping), and at the end "best_step"
-    and "best_params" (the lowest held-out loss's step and weights)."""
+    filled as the run goes: "params" (the weights whose loss the callback was just given),
+    "heldout" (the held-out losses, steps + 1 values), "grad_norm" (the gradient's length
+    before each step, before clipping), and at the end "best_step" and "best_params" (the
+    lowest held-out loss's step and weights)."""
     fits(callable(batches), "train_batches", "batches is a function of the step that gives "
          "(ids, targets)")
     if not isinstance(optimizer, str) or optimizer not in ("adam", "sgd"):
@@ -548,6 +550,8 @@ def train_batches(batches, params, steps=200, lr=0.05, optimizer="adam", n_head=
                                                   held[1]))
                 if held_history[-1] < best[0]:
                     best = (held_history[-1], step, params)
+            if record is not None:
+                record["params"] = params                   # the weights this loss is of
             if callback is not None:
                 callback(step, loss)
             if step == steps:
@@ -567,8 +571,9 @@ def train_batches(batches, params, steps=200, lr=0.05, optimizer="adam", n_head=
 
 def _step_batch(batch, params, what):
     """(ids [B, n], targets [B, n]) that fit the model's vocabulary and context, or one sentence."""
-    ok = isinstance(batch, tuple) and len(batch) == 2
-    fits(ok, "train_batches", f"{what} must give a pair (ids, targets), not {shown_value(batch)}")
+    if not (isinstance(batch, tuple) and len(batch) == 2):
+        raise ValueError(f"train_batches: {what} must give a pair (ids, targets), not "
+                         f"{shown_value(batch)}.")
     ids = check_batch(*batch)
     check_ids(ids, len(params["wpe"]), len(params["wte"]))
     check_targets(batch[1], np.shape(ids), len(params["wte"]))

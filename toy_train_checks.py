@@ -20,7 +20,7 @@ def fits(ok, who, what):
 
 def positive(x, what):
     """x as a float if it is a positive number, else one sentence naming `what`."""
-    if not (is_number(x) and 0 < x < 1e300):                 # False for NaN and infinity
+    if not (is_number(x) and 0 < float(x) < 1e300):          # False for NaN and infinity
         raise ValueError(f"{what} must be a positive number, such as 0.05, not {shown_value(x)}.")
     return float(x)
 

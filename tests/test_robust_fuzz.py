@@ -19,11 +19,12 @@ from hypothesis.extra.numpy import array_shapes, arrays
 
 import toy_checks
 import toy_gpt2
+import toy_induction
 import toy_model as tm
 import toy_train
 import toy_train_checks
 
-MODULES = [tm, toy_checks, toy_train, toy_train_checks, toy_gpt2]
+MODULES = [tm, toy_checks, toy_train, toy_train_checks, toy_gpt2, toy_induction]
 FUZZ = settings(max_examples=25, deadline=None, derandomize=True, database=None,
                 phases=[Phase.explicit, Phase.generate],       # no shrinking: a failure is shown as found
                 suppress_health_check=list(HealthCheck))
@@ -106,6 +107,10 @@ CORPUS = either(st.sampled_from([[[0, 2, 4, 5, 1, 6, 10, 11]], [[0, 3, 11], [0, 
 BATCH = either(st.sampled_from([(np.array([[0, 2, 4]]), np.array([[2, 4, 5]])),
                                  (np.array([[0, 2], [0, 3]]), np.array([[2, -1], [3, 11]]))]))
 BATCHES = BATCH.map(lambda batch: lambda step: batch)
+_ROWS, _WHERE = toy_induction.repeat_rows(0, 2, filler_first=True)
+ROWS_OF_IDS = either(st.just(_ROWS))
+WHERE = either(st.just(_WHERE), st.just([(2, 0, 2), (3, 1, 4)]))
+TWO_BLOCKS = either(st.just(toy_induction.new_model(0)))
 CORPUS_TEXT = either(st.sampled_from(["the cat climbed the roof.\nthe dog climbed the wall.\n"]))
 GRADS = either(st.sampled_from([tm.tree_map(np.ones_like, tm.PARAMS),
                                 tm.tree_map(np.zeros_like, tm.PARAMS)]))
@@ -183,6 +188,21 @@ A = {
     "train": [CORPUS, {"steps": either(st.integers(1, 3)), "lr": NUMBER, "seed": SEED,
                        "optimizer": either(st.sampled_from(["adam", "sgd"]))}],
     "train_batches": [BATCHES, PARAMS, {"steps": either(st.integers(1, 3)), "lr": NUMBER}],
+    # toy_induction
+    "repeat_rows": [SEED, either(st.integers(1, 4)), {"filler_first": FLAG}], "as_batch": [ROWS_OF_IDS],
+    "check_rows": [ROWS_OF_IDS, WHERE], "batches": [SEED, {"size": COUNT}],
+    "second_copy": [WHERE], "first_copy": [WHERE], "token_losses": [TWO_BLOCKS, either(st.just(1)), ROWS_OF_IDS],
+    "copy_losses": [TWO_BLOCKS, either(st.just(1)), ROWS_OF_IDS, WHERE],
+    "new_model": [SEED, {"n_layer": either(st.integers(1, 2))}],
+    "toy_induction.train": [SEED, {"steps": either(st.integers(1, 2)), "every": COUNT}],
+    "toy_induction.load_sweep": [FOLDER],
+    "attention_weights": [TWO_BLOCKS, either(st.just(1)), IDS_2D],
+    "previous_token_score": [ROWS4], "induction_score": [ROWS4, WHERE],
+    "head_scores": [TWO_BLOCKS, either(st.just(1)), ROWS_OF_IDS, WHERE],
+    "ablate": [TWO_BLOCKS, COUNT, COUNT, either(st.just(1))],
+    "ablation_losses": [TWO_BLOCKS, either(st.just(1)), ROWS_OF_IDS, WHERE],
+    "drop_step": [either(st.just([0, 50, 100])), either(st.just([2.7, 0.5, 0.05]))],
+    "load_trained": [], 
     # toy_gpt2
     "bytes_to_unicode": [], "byte_chars": [TEXT], "as_text": [TEXT], "pre_split": [TEXT],
     "bpe": [TEXT, either(st.just({("t", "h"): 0}))], "bpe_fast": [TEXT, either(st.just({("t", "h"): 0}))],
@@ -219,6 +239,11 @@ A.update({"checked": "skip: a decorator, applied to the model's functions above"
           "checked_inside": "skip: a context the model's doors enter, no arguments"})
 
 
+def entry(module, name):
+    """The table's entry for a function: by module and name where two modules share a name."""
+    return A.get(f"{module}.{name}", A.get(name))
+
+
 def public_functions():
     """Every public function defined in the model modules, as (module name, name, function)."""
     return [(m.__name__, name, f) for m in MODULES for name, f in vars(m).items()
@@ -226,7 +251,7 @@ def public_functions():
 
 
 def test_every_public_function_is_in_the_table():
-    missing = [f"{module}.{name}" for module, name, _ in public_functions() if name not in A]
+    missing = [f"{module}.{name}" for module, name, _ in public_functions() if entry(module, name) is None]
     assert not missing, f"add an entry to the fuzz table A for: {', '.join(missing)}"
 
 
@@ -348,7 +373,7 @@ def fuzzed(items):
 
 
 FUZZED = fuzzed([(module, name, f) for module, name, f in public_functions()
-                 if name in A and not isinstance(A[name], str)])
+                 if entry(module, name) is not None and not isinstance(entry(module, name), str)])
 
 
 @pytest.mark.parametrize("module, name, fn", FUZZED)
@@ -356,7 +381,7 @@ def test_junk_gets_a_result_or_one_sentence(module, name, fn, tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)          # a function that writes files writes them here
 
     @FUZZ
-    @given(call_strategy(A[name]))
+    @given(call_strategy(entry(module, name)))
     def run(call):
         args, kwargs = call
         check_call(fn, args, kwargs)
@@ -376,6 +401,9 @@ BUILDERS = {
     "generation_stepper": [TEXT, NUMBER, SEED],
     "train_live": [CORPUS, either(st.integers(1, 3)), either(st.integers(1, 3))],
     "lab_attention": [either(TINY_LAB), TEXT],
+    "copy_training": [SEED, either(st.integers(1, 3)), either(st.integers(1, 2))],
+    "head_explorer": [TWO_BLOCKS, ROWS_OF_IDS, WHERE], "head_switches": [TWO_BLOCKS, ROWS_OF_IDS, WHERE],
+    "training_replay": [either(st.just(toy_induction.train(0, steps=2, every=1))), ROWS_OF_IDS, WHERE],
 }
 
 
