@@ -11,6 +11,7 @@ import re
 import ipywidgets as widgets
 import numpy as np
 import pytest
+from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 from test_figure_text import measure
 from widget_tools import figure_of, find, text
@@ -166,12 +167,19 @@ def test_head_explorer_shows_each_heads_attention_and_scores(run, task):
         assert root.figure.axes[0].get_title() == f"block {layer + 1}'s head: attention on row 1"
     ticks = [t.get_text() for t in root.figure.axes[0].get_xticklabels()]
     assert ticks == [str(i) for i in rows[0, :-1]]
+    l, s1, s2 = where[0]
+    outlined = sorted((round(p.get_y() + 0.5), round(p.get_x() + 0.5)) for p in root.figure.axes[0].patches
+                      if isinstance(p, Rectangle) and not p.get_fill())
+    assert outlined == [(i, i - l + 1) for i in range(s2, s2 + l - 1)], "the induction cells outlined"
+    colours = [t.get_color() for t in root.figure.axes[0].get_yticklabels()]
+    assert [i for i, c in enumerate(colours) if c == tw.ORANGE] == list(range(s2, min(s2 + l, ti.N_CTX)))
+    assert [i for i, c in enumerate(colours) if c == tw.BLUE] == list(range(s1, s2))
     readable_and_inside(root.figure, "head_explorer")
 
 
 def test_head_explorer_takes_the_weights_alone_and_two_heads(task):
     rows, where = task
-    params = ti.new_model(2, n_head=2)
+    params = ti.new_model(2)          # the same weights split into two heads of 16
     root = tw.head_explorer(params, rows, where, n_head=2)
     (picker,) = find(root, widgets.ToggleButtons)
     picker.value = (1, 1)

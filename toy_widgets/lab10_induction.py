@@ -3,6 +3,7 @@ off, the training replayed, and the lab's exercises.
 """
 import functools
 import html
+import itertools
 
 import ipywidgets as widgets
 import numpy as np
@@ -226,7 +227,7 @@ def head_explorer(run_or_params, rows, where, n_head=1):
             f"{_name(layer, head, n_head)}: previous-token score "
             f"{fmt(scores['previous'][layer][head], 2)} (its weight on i − 1), induction score "
             f"{fmt(scores['induction'][layer][head], 2)} (its weight on i − l + 1 in the second "
-            f"copy), each the mean over {len(rows)} rows.")
+            f"copy), each the mean over {_rows_named(rows)}.")
 
     on_change(picker, area, state, update)
     update()
@@ -242,6 +243,21 @@ def _switched(params, n_head, off):
     for layer, head in sorted(off):
         params = ti.ablate(params, layer, head, n_head)
     return params
+
+
+def _highest_loss(params, n_head, rows, heads):
+    """The highest loss the bars can show: over every choice of heads switched off (every
+    single head, all of them, and none, when there are more than 6 heads)."""
+    if len(heads) <= 6:
+        choices = [c for k in range(len(heads) + 1) for c in itertools.combinations(heads, k)]
+    else:
+        choices = [(), tuple(heads), *((head,) for head in heads)]
+    return max(2 * LN_V, *(float(ti.token_losses(_switched(params, n_head, off), n_head, rows).max())
+                           for off in choices))
+
+
+def _rows_named(rows):
+    return f"{len(rows)} row{'s' if len(rows) != 1 else ''}"
 
 
 def head_switches(params, rows, where, n_head=1):
@@ -262,13 +278,13 @@ def head_switches(params, rows, where, n_head=1):
     ax.set_xticks(range(len(ids)), [str(i) for i in ids])
     ax.set_xlabel("the id read at each position of row 1")
     ax.set_ylabel("−ln p(next id), nats")
-    ax.set_title("The loss at each position")
-    ax.legend(handles=[Patch(color=ORANGE, label="second copy"),
-                       Patch(color=BLUE, label="other positions"),
-                       ax.lines[0]], labels=["second copy", "other positions",
-                                             f"ln {ti.V} = {fmt(LN_V, 2)}"],
-              loc="upper left", fontsize=8)
-    state = WidgetState(off=(), losses=None, second=None, ymax=None)
+    ax.legend(handles=[Patch(color=ORANGE), Patch(color=BLUE), ax.lines[0]],
+              labels=["second copy", "other positions", f"ln {ti.V} = {fmt(LN_V, 2)}"],
+              loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=3, fontsize=8, frameon=False)
+    ax.set_ylim(0, _highest_loss(params, n_head, rows[:1], heads) * 1.05)
+    freeze_layout(fig)
+    live_artists(fig, list(bars))
+    state = WidgetState(off=(), losses=None, second=None)
     info, area = widgets.HTML(), message_area()
 
     def update(_=None):
@@ -279,23 +295,15 @@ def head_switches(params, rows, where, n_head=1):
         state.off, state.losses, state.second = off, losses, second
         for bar, loss in zip(bars, losses[0]):
             bar.set_height(loss)
-        ymax = max(2 * LN_V, float(np.ceil(losses[0].max() * 1.1)))
+        redraw(fig)
         said = ("all heads on" if not off else "all heads off" if len(off) == len(heads)
                 else ", ".join(_name(L, h, n_head) for L, h in off) + " off")
         info.value = html.escape(f"second copy: {fmt(second, 2)} nats ({said}), the mean over "
-                                 f"{len(rows)} rows")
-        if ymax != state.ymax:                           # a new scale: draw it all
-            state.ymax = ymax
-            ax.set_ylim(0, ymax)
-            fig.canvas.draw_idle()
-        else:
-            redraw(fig)
+                                 f"{_rows_named(rows)}")
 
     for box in boxes:
         on_change(box, area, state, update)
     update()
-    freeze_layout(fig)
-    live_artists(fig, list(bars))
     root = panel("head-switches", widgets.HBox(boxes), fig.canvas, info, area)
     root.state, root.bars, root.boxes = state, bars, boxes                 # for tests
     return root
