@@ -104,7 +104,8 @@ def open_lite(page, site: str, path: str) -> float:
 
 
 def kernel_ready(page, path: str, timeout: float = KERNEL_READY_TIMEOUT) -> None:
-    """Wait until the notebook's kernel answers an execute request. The kernel reports
+    """Wait until the notebook's kernel answers an execute request, which finds ipympl and
+    toy_model already installed (preloaded: what the first cell needs). The kernel reports
     'idle' while Pyodide is still starting, and a Run All sent then can run nothing."""
     page.evaluate(
         """async ([path, ms]) => {
@@ -116,10 +117,13 @@ def kernel_ready(page, path: str, timeout: float = KERNEL_READY_TIMEOUT) -> None
                await new Promise(r => setTimeout(r, 100));
              }
              const kernel = panel.sessionContext.session.kernel;
+             // No import statement here: the kernel would load a package it names first.
+             const code = 'import importlib.util as u\\n' +
+                          'assert u.find_spec("ipympl") and u.find_spec("toy_model"), "not preloaded"';
              const reply = await kernel.requestExecute(
-               {code: 'import ipympl, toy_model', silent: true, store_history: false}).done;
+               {code, silent: true, store_history: false}).done;
              if (reply.content.status !== 'ok') {
-               throw new Error('the kernel could not import ipympl and toy_model: ' +
+               throw new Error('ipympl and toy_model are not importable before any cell runs: ' +
                                reply.content.ename + ': ' + reply.content.evalue);
              }
            }""", [path, timeout * 1000])
