@@ -78,6 +78,69 @@ PRELOAD = ["micropip", "piplite", "ssl", "sqlite3", "ipykernel", "comm", "pyodid
            "jedi", "ipython", "next-token-course"]
 COURSE_WHEEL = "next_token_course-0.1.0-py3-none-any.whl"
 MPLCONFIG = "next_token_course_mplconfig"      # the font cache's folder in site-packages
+# Lab 09 writes and reads checkpoints with safetensors' numpy API, and safetensors has no
+# wheel for Pyodide (its core is Rust). The course's wheel carries, as `safetensors`, a
+# reader and writer of the same file format in numpy for the browser: 8 bytes giving the
+# header's length, the header (JSON: each tensor's dtype, shape and byte offsets), the bytes.
+SAFETENSORS = {
+    "safetensors/__init__.py": '''\
+"""The browser edition's safetensors (tools/build_lite.py): its numpy API, in numpy."""
+
+
+class SafetensorError(Exception):
+    """Raised for bytes that are not a safetensors file."""
+''',
+    "safetensors/numpy.py": '''\
+"""save, load and load_file of safetensors.numpy, in numpy."""
+import json
+import struct
+
+import numpy as np
+
+from . import SafetensorError
+
+DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4", "U8": "u1"}
+
+
+def save(tensors, metadata=None):
+    header, chunks, offset = {}, [], 0
+    if metadata:
+        header["__metadata__"] = metadata
+    for name in sorted(tensors):
+        array = np.ascontiguousarray(tensors[name])
+        code = next(c for c, d in DTYPES.items() if np.dtype(d) == array.dtype.newbyteorder("<"))
+        data = array.astype(DTYPES[code]).tobytes()
+        header[name] = {"dtype": code, "shape": list(array.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        chunks.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + b"".join(chunks)
+
+
+def load(data):
+    try:
+        (n,) = struct.unpack("<Q", data[:8])
+        header, body, out = json.loads(data[8:8 + n]), data[8 + n:], {}
+        for name, info in header.items():
+            if name == "__metadata__":
+                continue
+            begin, end = info["data_offsets"]
+            if not 0 <= begin <= end <= len(body):
+                raise ValueError(f"{name}'s bytes lie outside the file")
+            array = np.frombuffer(body[begin:end], dtype=DTYPES[info["dtype"]])
+            out[name] = array.reshape(info["shape"]).copy()
+        return out
+    except (struct.error, ValueError, KeyError, TypeError) as error:
+        raise SafetensorError(f"not a safetensors file ({error})") from None
+
+
+def load_file(filename):
+    with open(filename, "rb") as file:
+        return load(file.read())
+''',
+}
 # What each added wheel needs, in the lock file's names (Pyodide loads those first).
 DEPENDS = {
     "pyodide-kernel": ["ipython", "comm", "ipykernel", "piplite", "micropip"],
@@ -186,7 +249,7 @@ def course_files() -> dict[str, bytes]:
     for path in sorted((REPO / "data").iterdir()):
         if path.is_file():
             files[path.relative_to(REPO).as_posix()] = path.read_bytes()
-    return files
+    return files | {name: text.encode() for name, text in SAFETENSORS.items()}
 
 
 def wheel_imports(path: Path) -> list[str]:
@@ -370,7 +433,7 @@ def build(out: Path = DEFAULT_OUT, offline: bool = False, extra_settings: dict |
         shutil.copytree(REPO / "notebooks", contents / "notebooks",
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
         for rel in files:
-            if not rel.startswith(MPLCONFIG):
+            if rel not in SAFETENSORS and not rel.startswith(MPLCONFIG):
                 (contents / rel).parent.mkdir(parents=True, exist_ok=True)
                 (contents / rel).write_bytes(files[rel])
         config = site_config(offline, PRELOAD, mplconfig)
