@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import toy_induction as ti
 import toy_model as tm
 import toy_widgets as tw
 from browser_tabs import Tabs
@@ -133,6 +134,22 @@ def stepper_lines(temperatures, seed=0, prompt=PROMPT):
 
 STEPS = stepper_lines([1.0, 0.333], seed=18, prompt="the")     # as notebook 07 builds it
 
+# Lab 10's widgets show the model trained live in the browser's kernel; the numbers expected
+# come from the shipped checkpoint of that same run, on the row notebook 10 shows.
+COPIER = ti.load_trained()
+ROW = ti.repeat_rows(3, 1, filler_first=True)
+
+
+def head_line(layer):
+    scores = ti.head_scores(COPIER, 1, *ROW)
+    return (f"block {layer + 1}'s head: previous-token score {tw.fmt(scores['previous'][layer][0], 2)}"
+            f" (its weight on i − 1), induction score {tw.fmt(scores['induction'][layer][0], 2)}")
+
+
+def switched_line(layer):
+    loss = ti.copy_losses(ti.ablate(COPIER, layer, 0, 1), 1, *ROW)[1]
+    return f"second copy: {tw.fmt(loss, 2)} nats (block {layer + 1}'s head off)"
+
 # What to do to each notebook's widgets, and what must change then. Entries are added
 # notebook by notebook, as its widgets are written. The key is the notebook's file name;
 # `widget` is the name in the widget root's CSS class w-<name> (box.add_class("w-<name>")).
@@ -222,6 +239,14 @@ INTERACTIONS: dict[str, list[Interaction]] = {
                     ("Seed 18: press next token", f"(1 of {tm.N_CTX} tokens)")),
         Interaction("generate-steps", type_text("abc", nth=2), expect=TEXT_CHANGES,
                     contains="is not a number: type the seed as a whole number"),
+    ],
+    "10_induction.ipynb": [
+        Interaction("copy-training", look(), TEXT_SHOWS, f"done: {ti.STEPS} steps"),
+        Interaction("head-explorer", look(), TEXT_SHOWS, head_line(1)),
+        Interaction("head-explorer", click("block 1's head"), CANVAS_CHANGES, head_line(0)),
+        Interaction("head-switches", click("block 1's head"), CANVAS_CHANGES, switched_line(0)),
+        Interaction("training-replay", press_slider("ArrowLeft"), CANVAS_CHANGES,
+                    f"step {ti.STEPS - 50}:"),
     ],
 }
 

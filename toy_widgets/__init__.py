@@ -39,4 +39,4 @@ from .nb06_output import (attention_switch, logit_playground, logit_shift, p_sum
 from .nb07_generation import (generation_stepper, temperature_explorer)  # noqa: F401
 from .lab08_training import (loss_axes, loss_curves, recipe_curves, train_live)  # noqa: F401
 from .lab09_gpt2 import (lab_attention)  # noqa: F401
-from .lab10_induction import (copy_training, head_explorer, head_switches, training_replay)  # noqa: F401
+from .lab10_induction import (copy_training, head_explorer, head_switches, sweep_curves, training_replay)  # noqa: F401

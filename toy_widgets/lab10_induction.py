@@ -13,7 +13,7 @@ import toy_induction as ti
 from toy_checks import check_params, shown_value
 from toy_model import forward
 
-from .draw import BLUE, GREEN, GREY, HEAT, ORANGE, VERMILION, fmt, freeze_layout
+from .draw import BLUE, GREEN, GREY, HEAT, ORANGE, VERMILION, fmt, freeze_layout, new_figure, static
 from .kit import (WidgetState, canvas_ready, live_artists, live_figure, message_area, on_change,
                   panel, picked, redraw)
 from .exercises import choice_exercise, code_exercise, count_exercise, number_exercise
@@ -102,6 +102,31 @@ def _loss_axes(ax, steps, title):
     second, = ax.plot([], [], color=ORANGE, linewidth=2, label="second copy")
     ax.legend(loc="lower left", fontsize=8)
     return first, second
+
+
+def sweep_curves(sweep):
+    """The stored sweep's second-copy loss for every seed: two blocks in colour (the seeds
+    that end below 0.1 in orange, the others in vermilion), one block in grey. A static picture."""
+    fits = isinstance(sweep, dict) and isinstance(sweep.get("runs"), list) and sweep["runs"] \
+        and all(isinstance(r, dict) and {"setting", "steps", "second"} <= r.keys() for r in sweep["runs"])
+    if not fits:
+        raise ValueError(f"sweep_curves takes the sweep ti.load_sweep() reads, not {shown_value(sweep)}.")
+    fig, ax = new_figure(7.2, 3.4)
+    first, second = _loss_axes(ax, max(r["steps"][-1] for r in sweep["runs"]),
+                               "Second copy's loss, ten seeds each")
+    first.remove()
+    second.remove()
+    for r in sweep["runs"]:
+        if r["setting"] == "one block":
+            ax.plot(r["steps"], r["second"], color=GREY, linewidth=1.2)
+        elif r["setting"] == "two blocks":
+            ax.plot(r["steps"], r["second"], linewidth=1.6,
+                    color=ORANGE if r["second"][-1] < 0.1 else VERMILION)
+    ax.legend(handles=[ax.lines[0], ax.lines[1], Patch(color=ORANGE), Patch(color=VERMILION),
+                       Patch(color=GREY)],
+              labels=[ax.lines[0].get_label(), ax.lines[1].get_label(), "two blocks, copying",
+                      "two blocks, not yet", "one block"], loc="lower left", fontsize=8)
+    static(fig)
 
 
 def _attention_map(ax, weights, ids, place, labels=True):
