@@ -346,6 +346,19 @@ def font_cache(runtime: dict[str, bytes], lock: dict, packages: dict[str, bytes]
     return tuple(json.loads(result.stdout))
 
 
+def narrowed_lock(official: dict, names: set[str], offline: bool) -> dict:
+    """Pyodide's lock file with only the packages `names`, each entry as Pyodide's own; in
+    the CDN mode each file named by its URL on the CDN of exactly this Pyodide, offline by
+    its name in lite/pyodide/."""
+    lock = {"info": official["info"], "packages": {}}
+    for name in sorted(names):
+        entry = dict(official["packages"][name])
+        if not offline:
+            entry["file_name"] = CDN + entry["file_name"]
+        lock["packages"][name] = entry
+    return lock
+
+
 # --------------------------------------------------------------------------- the site
 
 
@@ -403,17 +416,12 @@ def build(out: Path = DEFAULT_OUT, offline: bool = False, extra_settings: dict |
     with tempfile.TemporaryDirectory(prefix="lite-") as tmp:
         tmp = Path(tmp)
         course = tmp / COURSE_WHEEL
-        lock = {"info": official["info"], "packages": {}}
         needed = set()
         for name in DEPENDS:
             needed |= {d for d in DEPENDS[name] if d in official["packages"]}
         needed = closure(official, sorted(needed | {"micropip", "ssl", "sqlite3", "jedi"}))
         packages = pyodide_packages(official, needed) if offline else {}
-        for name in sorted(needed):
-            entry = dict(official["packages"][name])
-            if not offline:
-                entry["file_name"] = CDN + entry["file_name"]
-            lock["packages"][name] = entry
+        lock = narrowed_lock(official, needed, offline)
 
         files = course_files()
         fonts = font_cache(runtime, lock, packages) if offline else None
