@@ -89,12 +89,21 @@ def test_logits_over_p_name_each_token_once_with_room_between_the_names(make):
     assert gap >= 1.5 * size, f"{gap:.0f} px between names of {size:.0f} px"
 
 
+def static_bars():
+    """A static bar chart of p, as the notebooks draw one with tw.token_bars."""
+    fig = plt.figure()
+    tw.token_bars(fig.add_subplot(), tm.softmax(Z0), "p")
+    return fig
+
+
 @pytest.mark.parametrize("make", [tw.logit_playground, tw.logit_shift, tw.attention_switch,
-                                  tw.tying_switch, tw.temperature_explorer, tw.generation_stepper])
+                                  tw.tying_switch, tw.temperature_explorer, tw.generation_stepper,
+                                  static_bars])
 def test_the_full_stop_tick_reads_from_the_back_of_the_room(make):
-    """The '.' token's tick: upright, bold and at least 1.5 times the size of the others, so
-    its dot does not vanish between its quotes."""
-    fig = figure_of(make())
+    """The '.' token's tick, in every live chart and static bar chart: upright, bold and at
+    least 1.5 times the size of the others, so its dot does not vanish between its quotes."""
+    made = make()
+    fig = made if isinstance(made, plt.Figure) else figure_of(made)
     ax = fig.axes[-1]
     labels = {t.get_text(): t for t in ax.get_xticklabels()}
     stop, others = labels.pop("'.'"), list(labels.values())

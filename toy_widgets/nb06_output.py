@@ -260,7 +260,6 @@ def _z_over_p(name, z, p, z_title, p_title, z_highlight):
     ax_z.set_ylim(-11, 11)
     ax_z.tick_params(labelbottom=False)
     p_chart = BarChart(ax_p, p, None)
-    stop_tick(ax_p)
     z_chart.set(z, highlight=z_highlight)
     set_titles({ax_z: z_title, ax_p: p_title})      # laid out with the first titles
     freeze_layout(fig)
@@ -273,14 +272,6 @@ def set_titles(titles):
     for ax, title in titles.items():
         ax.title.set_text(title)
         ax.title.set_fontsize(10)
-
-
-def stop_tick(ax):
-    """The '.' token's tick label bold and larger: small, its quotes read as a quoted
-    space from the back of a room."""
-    for label in ax.get_xticklabels():
-        if label.get_text() == token_name("."):
-            label.update({"fontsize": 16, "fontweight": "bold", "rotation": 0, "ha": "center"})
 
 
 def _z_title(text, z, j):
@@ -426,7 +417,6 @@ def _switch(name, option, labels, text, title, on=True):
     its picture shows both settings. labels = (label when True, label when False)."""
     state = WidgetState(text=text, on=on)
     chart = live_chart(name, softmax(_last_logits(text)), title)
-    stop_tick(chart.ax)
     flipped = BarChart(chart.ax, np.zeros(len(TOKENS)), outline=labels[1 if on else 0], color="black")
     handles = [Patch(color=chart.color), Patch(color=chart.accent), flipped.bars[0]]
     legend = chart.ax.legend(handles, ["", "", ""], loc="upper right")

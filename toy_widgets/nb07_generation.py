@@ -12,7 +12,6 @@ from toy_model import (EOT, N_CTX, VOCAB, check_ids, decode, encode, entropy, fo
 
 from .draw import GREY, MONOSPACE, ORANGE, TOKENS, VERMILION, fmt
 from .kit import builder_text, typed_number
-from .nb06_output import stop_tick
 from .kit import (BarChart, WidgetState, guarded, live_artists, live_chart, message_area, on_change,
                   panel, plain, slider_move)
 from .exercises import EXAMPLE_TEXT, choice_exercise, code_exercise, count_exercise, number_exercise
@@ -291,7 +290,6 @@ def temperature_explorer(prompt="the cat climbed the"):
                        width=7.2, height=3.4, moving_title=False)
     ax = chart.ax
     ax.title.set_fontsize(10)
-    stop_tick(ax)
     before = BarChart(ax, np.zeros(n), outline="before top-k and top-p cut it", color=GREY)
     chart.bars.set_label("drawn from: after temperature, top-k, top-p")
     ax.legend(handles=[chart.bars, before.bars], loc="upper left", fontsize=8)
@@ -375,7 +373,6 @@ def generation_stepper(prompt="the cat climbed the", temperature=1.0, seed=0):
     chart = live_chart("generate-steps", np.zeros(n),        # two lines: the text, then p
                        "the text so far\nthe distribution the next token will be drawn from", width=7.2)
     chart.ax.title.set_fontsize(10)
-    stop_tick(chart.ax)
     marker = chart.ax.annotate(                     # points at the drawn token, however small
         "drawn", (0, 0), xytext=(0, 18), textcoords="offset points", ha="center", fontsize=9,
         color=VERMILION, arrowprops={"arrowstyle": "->", "color": VERMILION}, visible=False)
