@@ -327,6 +327,44 @@ def test_01_the_real_scale_sentence_has_its_verb_next_to_its_subject():
     assert "gives more words" not in section and "get a token of their own" in section
 
 
+def test_01_a_word_the_toy_cannot_cover_shows_its_sentence_on_the_stored_page():
+    assert "has no token for '␣jumped'" in outputs_after("01_tokens", "cannot cover is an error")
+
+
+def test_01_tokenizer_bytes_and_training_text_are_defined_where_first_used():
+    prose = [source(c) for c in cells("01_tokens") if c["cell_type"] == "markdown"][1:]  # after the map
+    for term, pattern in [("tokenizer", r"\btokenizers?\b"), ("bytes", r"\bbytes?\b"),
+                          ("training text", r"\btrain")]:
+        first = next(p for p in prose if re.search(pattern, p, re.I))
+        assert f"**{term}**" in first, term
+    assert "UTF-8" in next(p for p in prose if "**bytes**" in p)
+
+
+def test_01_the_count_question_is_not_answered_by_the_try_it_list_above_it():
+    (sentence,) = re.findall(r'"([^"]+)"', tw.exercises._now(tw.EXERCISES["01.1"]["question"]))
+    cs = cells("01_tokens")
+    start = next(i for i, c in enumerate(cs) if source(c).startswith("## Check yourself"))
+    assert not [i for i, c in enumerate(cs[:start]) if sentence in source(c)]
+
+
+@pytest.mark.parametrize("name", ["01_tokens", "02_embeddings"])
+def test_each_question_names_in_its_prose_the_texts_and_ids_its_checker_asks_about(name):
+    """The prose above a scratch cell says what to work on: every quoted text and list of ids
+    in the exercise's question is in the markdown cell just above it."""
+    cs = cells(name)
+    asked = 0
+    for i, c in enumerate(cs):
+        m = re.fullmatch(r'tw\.exercise\("(\d\d\.\d+)"\)', source(c).strip())
+        if not m or tw.EXERCISES[m.group(1)]["kind"] == "code":
+            continue
+        question = tw.exercises._now(tw.EXERCISES[m.group(1)]["question"])
+        prompt = " ".join(source(next(p for p in reversed(cs[:i]) if p["cell_type"] == "markdown")).split())
+        named = re.findall(r'"[^"]+"|\[[\d, ]+\]', question)
+        assert all(item in prompt for item in named), (m.group(1), named, prompt[:80])
+        asked += bool(named)
+    assert asked >= 2
+
+
 # --- 02: what the dimensions favour, attention weights and a block defined, the pictures ---
 
 # The unembedding as the course's design gives it (Output page), typed here: row k, column j.
