@@ -271,21 +271,28 @@ def test_code_right_solution_passes_and_typical_mistakes_get_their_hints(key):
         assert ok is False and message.endswith(sentence), (sentence, message)
 
 
-def one_head(q, k, v, scale=True, mask=True, axis=-1, times_v=True):
+def one_head(q, k, v, scale=True, mask=True, axis=-1, times_v=True, d_head=None, row_sums=True):
     """03.4 as a learner writes it (the worked answer), with one line changed by a flag."""
-    n, d_head = q.shape
+    n = q.shape[0]
+    d_head = d_head or q.shape[1]                     # d_head=2: the notebook's global
     scores = q @ k.T / (np.sqrt(d_head) if scale else 1)
     if mask:
         scores = np.where(np.tril(np.ones((n, n), dtype=bool)), scores, -np.inf)
-    e = np.exp(scores - scores.max(axis=axis, keepdims=True))
-    weights = e / e.sum(axis=axis, keepdims=True)
+    if row_sums:
+        e = np.exp(scores - scores.max(axis=axis, keepdims=True))
+        weights = e / e.sum(axis=axis, keepdims=True)
+    else:
+        e = np.exp(scores)
+        weights = e / e.sum()
     return weights @ v if times_v else weights
 
 
 @pytest.mark.parametrize("change, hint", [({"scale": False}, "not divided by √d_head"),
                                           ({"mask": False}, "the future is not hidden"),
                                           ({"times_v": False}, "that is the weights"),
-                                          ({"axis": 0}, "the softmax ran down the columns")])
+                                          ({"axis": 0}, "the softmax ran down the columns"),
+                                          ({"d_head": 2}, "divided by √2 whatever the head's size"),
+                                          ({"row_sums": False}, "the whole table was divided by one sum")])
 def test_a_learners_typical_wrong_head_gets_its_hint(change, hint):
     assert tw.answer_code("03.4", one_head)[0] is True
     ok, message = tw.answer_code("03.4", lambda q, k, v: one_head(q, k, v, **change))

@@ -27,8 +27,8 @@ number_exercise(
     "03.1", lambda: (
         "A softmax of two scores, by hand. Suppose ed (row 4) could see only two keys, the and "
         f"␣climb. Its dot products q·k are {fmt(_ed_dots()[0])} with the and {fmt(_ed_dots()[1])} "
-        "with ␣climb, before the division by √2. What weight would ed give to the? Divide by √2, "
-        "exponentiate, and divide by the sum."),
+        "with ␣climb, before the division by √2 (row 4 of the score table shows them after it). "
+        "What weight would ed give to the? Divide by √2, exponentiate, and divide by the sum."),
     answer=lambda: softmax(_ed_dots() / np.sqrt(2))[0],
     hints=lambda: [
         (softmax(_ed_dots())[0], "You skipped the division by √2: divide each dot product by √2 first."),
@@ -103,27 +103,34 @@ def _steps_of_head(q, k, v):
 
 
 code_exercise(
-    "03.4", "Write `one_head(q, k, v)`: the output of one head, as above. Scores q kᵀ / √d_head "
-            "(d_head = the number of columns of q), the future hidden with "
-            "`np.where(tm.causal_mask(n), scores, -np.inf)`, softmax along each row, then the "
-            "weighted sum of the rows of v.",
+    "03.4", "Write `one_head(q, k, v)`: the output of one head, as above, for any number of "
+            "tokens n and any head size d_head, both read from q. Scores q kᵀ / √d_head, the future "
+            "hidden with the causal mask, the softmax written with np.exp (each row divided by its "
+            "own sum), then the weighted sum of the rows of v.",
     reference=lambda q, k, v: attention(q, k, v),
     cases=lambda: [(f'head 1 of "{EXAMPLE_TEXT}"', _qkv_case(0)), (f'head 2 of "{EXAMPLE_TEXT}"', _qkv_case(1)),
                    ("random q, k, v with 3 rows of 3 numbers", _random_qkv(3, 3, 0)),
                    ("random q, k, v with 6 rows of 4 numbers", _random_qkv(6, 4, 1))],
     mistakes=[(lambda q, k, v: attention(q * np.sqrt(q.shape[-1]), k, v),      # scores q kᵀ
                "the scores are not divided by √d_head."),
+              (lambda q, k, v: attention(q * np.sqrt(q.shape[-1] / 2), k, v),  # always / √2
+               "the scores are divided by √2 whatever the head's size: read d_head from q "
+               "(its number of columns)."),
               (lambda q, k, v: attention(q, k, v, mask=False),
                "the future is not hidden: each row may see only itself and earlier rows."),
               (lambda q, k, v: _steps_of_head(q, k, v)["weights"],
                "that is the weights: multiply them by v to get the output."),
               (lambda q, k, v: softmax(_steps_of_head(q, k, v)["scores"], axis=0) @ v,
-               "the softmax ran down the columns: each row's weights must add up to 1 (axis=-1).")],
+               "the softmax ran down the columns: each row's weights must add up to 1 (axis=-1)."),
+              (lambda q, k, v: (lambda e: e / e.sum() @ v)(np.exp(_steps_of_head(q, k, v)["scores"])),
+               "the whole table was divided by one sum: divide each row by its own sum, "
+               "e.sum(axis=1, keepdims=True), so that each row adds up to 1.")],
     solution='''def one_head(q, k, v):
-    n, d_head = q.shape
+    n, d_head = q.shape                                        # read from the input
     scores = q @ k.T / np.sqrt(d_head)                         # [n, n]
     scores = np.where(tm.causal_mask(n), scores, -np.inf)      # hide the future
-    weights = tm.softmax(scores)                               # each row adds up to 1
+    e = np.exp(scores)                                         # e^-inf = 0
+    weights = e / e.sum(axis=1, keepdims=True)                 # each row adds up to 1
     return weights @ v                                         # [n, d_head]''')
 
 
