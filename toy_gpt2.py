@@ -577,13 +577,16 @@ def _numbers(tree):
 
 def token_texts(lab, ids):
     """Each id's token as the course prints it: "␣" for a space, and an escape such as
-    "\\n" for a character that does not print."""
+    "\\n" for a character that does not print. lab is a loaded model (lab =
+    load_gpt2(folder)) or a decode function alone, such as gpt2_tokenizer()'s."""
     def printable(c):
         return c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
-    if not isinstance(lab, dict) or not callable(lab.get("decode")):
-        raise ValueError("token_texts takes a loaded model (lab = tg.load_gpt2(folder)) and ids.")
+    decode = lab.get("decode") if isinstance(lab, dict) else lab
+    if not callable(decode):
+        raise ValueError("token_texts takes a loaded model (lab = tg.load_gpt2(folder)) or a "
+                         "decode function, and ids.")
     ids = as_ids(ids, "token_texts", 2**62)
-    return ["".join(map(printable, show(lab["decode"]([i])))) for i in ids]
+    return ["".join(map(printable, show(decode([i])))) for i in ids]
 
 
 # What GPT-2 small costs. Its size, memory and time do not depend on what its weights are,

@@ -211,3 +211,52 @@ def test_the_cached_time_per_token_includes_the_prompts_pass():
     assert "seconds / made * 1e3" in code and "ms a token" in code
     assert ("so with the cache it includes the prompt's pass over all 32 positions, and the "
             "one-position steps after it cost less than that average") in prose
+
+
+def stored_outputs():
+    import json
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "09_gpt2.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return cells, ["".join(o.get("text", [])) for c in cells for o in c.get("outputs", [])]
+
+
+def test_the_stored_shapes_table_shows_gpt2_smalls_shapes_in_a_column_of_their_own():
+    """Shapes need no weights: the stored run, made without GPT-2's, still shows GPT-2 small's
+    shapes (4 tokens of GPT-2's tokenizer; d = 768, 12 heads of 64, an MLP of 3,072, 50,257
+    tokens), in a column that says they come from random weights."""
+    cells, outputs = stored_outputs()
+    table = next(t for t in outputs if "q of one head" in t)
+    header, *lines = table.splitlines()
+    assert header.split("  ")[-1].strip() == "[GPT-2's shapes, random weights]"
+    last = {line[:25].strip(): line.split("  ")[-1].strip() for line in lines if "×" in line}
+    assert last == {"2  x = wte[ids] + wpe": "4 × 768", "3  q of one head": "4 × 64",
+                    "4  weights of one head": "4 × 4", "4  heads side by side": "4 × 768",
+                    "5  the MLP's hidden units": "4 × 3072", "5  y after the last block": "4 × 768",
+                    "6  f = ln_f(y)": "4 × 768", "6  logits": "4 × 50257"}
+    assert any("".join(c["source"]).count("## Steps 2 to 6: the same shapes, larger")
+               for c in cells)                                   # the rows run to step 6
+
+
+def test_the_attention_map_names_the_model_it_shows(tmp_path):
+    lab = tg.load_gpt2(tg.save_toy_as_gpt2(tmp_path / "toy"))
+    widget = tw.lab_attention(lab, label="[the toy, as GPT-2]")
+    assert widget.figure.axes[0].get_title().splitlines() == [
+        "[the toy, as GPT-2]", "layer 1, head 1: attention weights"]
+    widget.children[0].children[1].value = 2
+    assert widget.figure.axes[0].get_title().splitlines()[0] == "[the toy, as GPT-2]"
+    with pytest.raises(ValueError, match="label is a string naming the model"):
+        tw.lab_attention(lab, label=3)
+    cells, _ = stored_outputs()
+    calls = ["".join(c["source"]) for c in cells
+             if c["cell_type"] == "code" and "lab_attention(" in "".join(c["source"])]
+    assert calls and all("label=LAB" in call for call in calls)
+
+
+def test_token_texts_takes_a_decode_function_as_well_as_a_loaded_model(tmp_path):
+    lab = tg.load_gpt2(tg.save_toy_as_gpt2(tmp_path / "toy"))
+    ids = lab["encode"]("the cat climbed the")
+    assert tg.token_texts(lab["decode"], ids) == tg.token_texts(lab, ids) == [
+        "the", "␣cat", "␣climb", "ed", "␣the"]
+    with pytest.raises(ValueError, match="or a decode function"):
+        tg.token_texts("decode", ids)

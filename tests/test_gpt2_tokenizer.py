@@ -79,6 +79,34 @@ def test_fuzzed_text_gives_tokenizers_ids(gpt2, reference):
         assert decode(ids) == text, repr(text)
 
 
+def lab_texts():
+    """Every string written in lab 09's code cells: the texts it tokenizes, among others."""
+    import ast
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "09_gpt2.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    texts = set()
+    for cell in cells:
+        if cell["cell_type"] == "code":
+            source = "\n".join(line for line in "".join(cell["source"]).splitlines()
+                               if not line.lstrip().startswith("%"))
+            texts |= {node.value for node in ast.walk(ast.parse(source))
+                      if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    return sorted(texts)
+
+
+def test_every_text_of_the_lab_gives_tokenizers_ids(gpt2, reference):
+    """The lab says the tests compare the course's BPE with tokenizers on every text it
+    tokenizes: those of its tables, the pattern's example, the corpus it learns merges from."""
+    encode, decode, _, _ = gpt2
+    texts = lab_texts()
+    for case in [" 1234567", " 日本語", "   the", " 🙂", "the cat's 2 hats  climbed\tthe roof!"]:
+        assert case in texts                       # the reader of the lab's code finds them
+    for text in texts + [CORPUS]:
+        ids = encode(text)
+        assert ids == reference.encode(text).ids, repr(text)
+        assert decode(ids) == text, repr(text)
+
+
 def test_long_runs_give_tokenizers_ids(gpt2, reference):
     """The cases bpe_fast exists for: one word of thousands of characters."""
     encode, _, _, _ = gpt2

@@ -18,17 +18,21 @@ LAB_MAX_TOKENS = 12                                  # a longer text makes an un
 LAB_MAX_CHARS = 200                                  # checked before the text is tokenized
 
 
-def lab_attention(lab, text="the cat climbed the"):
+def lab_attention(lab, text="the cat climbed the", label=""):
     """A loaded checkpoint's attention (lab = load_gpt2(folder)): pick a layer and a head
     with the sliders, type a text and press Enter; the heat map shows that head's weights,
-    one row per token looking, one column per token looked at. A model of one block has
-    no layer to pick: its layer slider is hidden."""
+    one row per token looking, one column per token looked at. label names the model
+    that was loaded, such as "[GPT-2 small]", above the map's title. A model of one block
+    has no layer to pick: its layer slider is hidden."""
     if not isinstance(lab, dict) or not {"params", "n_head", "encode"} <= lab.keys():
         raise ValueError("lab_attention takes a loaded model, lab = tg.load_gpt2(folder), "
                          f"not {type(lab).__name__}.")
     if not isinstance(text, str):
         raise ValueError(f"lab_attention's text is a string, such as 'the cat climbed the', "
                          f"not {type(text).__name__}.")
+    if not isinstance(label, str):
+        raise ValueError(f"lab_attention's label is a string naming the model, such as "
+                         f"'[GPT-2 small]', not {type(label).__name__}.")
     _model.check_params(lab["params"], lab["n_head"])
     blocks, n_head = lab["params"]["blocks"], lab["n_head"]
     fig, ax = live_figure("lab-attention", 6.4, 4.8)
@@ -58,8 +62,9 @@ def lab_attention(lab, text="the cat climbed the"):
         w = state.trace["blocks"][layer]["heads"][head]["weights"]
         n = len(w)
         ax.clear()
+        title = f"layer {layer + 1}, head {head + 1}: attention weights"
         heatmap(ax, np.where(causal_mask(n), w, np.nan), state.tokens, state.tokens,
-                f"layer {layer + 1}, head {head + 1}: attention weights")
+                f"{label}\n{title}" if label else title)
         ax.set_xlabel("key: the token looked at")
         ax.set_ylabel("query: the token looking")
         fig.canvas.draw_idle()
