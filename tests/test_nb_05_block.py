@@ -211,3 +211,111 @@ def test_05_loss_and_nats_are_defined_where_first_used():
     assert "**loss**" in first_loss
     first_nats = next(f for f in texts if re.search(r"\bnats\b", f))
     assert "**nats**" in first_nats
+
+
+def test_the_chart_title_names_the_state_of_both_switches(widget):
+    toggles, _, chart = parts(widget)
+    assert chart.title == "p of the next token after ␣the · attention on · MLP on"
+    toggles["attention branch"].value = False
+    assert chart.title.endswith("· attention off · MLP on")
+    toggles["MLP branch"].value = False
+    assert chart.title.endswith("· attention off · MLP off")
+
+
+# --- the page's structure: one main path, its claims no larger than its numbers ----------
+
+def sections():
+    """{heading: (markdown, printed text)} for each `## ` section of the page."""
+    found, name = {}, "top"
+    for source, printed in prose():
+        if source.startswith("## "):
+            name = source.splitlines()[0]
+        md, out = found.get(name, ("", ""))
+        found[name] = (md + "\n" + source, out + printed)
+    return found
+
+
+def main_path():
+    text = "\n".join(markdown())
+    return flat(text.split("## Check yourself")[0]), flat(text.split("## Going further")[1])
+
+
+def test_05_layernorm_refers_back_to_notebook_3_and_shows_only_what_is_new():
+    import statistics
+    section = next(v for k, v in sections().items() if k.startswith("## 1 LayerNorm"))
+    assert "Notebook 3 normalised the row of `ed`" in flat(section[0])
+    row = [1.0, 1.0, -1.0, 0.0]                           # ed's embedding, position row 0
+    assert np.array_equal(tm.run(TEXT)["x"][3], row)
+    mean = statistics.fmean(row)
+    population = [tw.fmt((v - mean) / (statistics.pvariance(row) + 1e-5) ** 0.5) for v in row]
+    sample = [tw.fmt((v - mean) / statistics.stdev(row)) for v in row]
+    assert f"divide by n = 4: {population}" in flat(section[1])
+    assert f"divide by n - 1 = 3: {sample}" in flat(section[1]) and sample != population
+    assert "variance:" not in section[1], "notebook 3 computed the mean and variance of ed already"
+
+
+def test_05_the_attention_branch_is_shown_as_its_one_call():
+    section = next(v for k, v in sections().items() if k.startswith("## 2 The attention branch"))
+    cells = [s for s, _ in prose() if "tm.multi_head(r[\"ln1\"]" in s]
+    assert cells and "same as the model's attn: True" in section[1]
+
+
+def test_05_the_ln2_caveat_quotes_the_models_figure():
+    h5 = np.asarray(tm.run(TEXT)["h"][-1])
+    ln = (h5 - h5.mean()) / np.sqrt(((h5 - h5.mean()) ** 2).mean() + 1e-5)
+    assert h5[2] == 0 and ln[2] < 0
+    assert f"`␣the` is 0 on d3 in h, yet {tw.fmt(ln[2])} after LN₂" in main_path()[0]
+
+
+def test_05_the_relu_count_is_in_going_further_with_the_pairs_that_explain_it():
+    r = tm.run(TEXT)
+    h = np.asarray(r["h"])
+    ln2 = (h - h.mean(1, keepdims=True)) / np.sqrt(h.var(1, keepdims=True) + 1e-5)
+    pre = np.hstack([ln2, -ln2])                          # c_fc: +d_k, then -d_k
+    assert np.allclose(pre, r["mlp_pre"])
+    zeros, pairs, both = int((pre <= 0).sum()), pre.size // 2, int((ln2 == 0).sum())
+    assert zeros == pairs + both
+    main, further = main_path()
+    assert f"{pairs} + {both} = {zeros} of the {pre.size}" in further
+    assert f"ReLU, {zeros}" not in main
+    outputs_before = "".join(o for _, o in prose()[:next(i for i, (s, _) in enumerate(prose())
+                                                          if s.startswith("## Going further"))])
+    assert "exactly 0 with ReLU" not in outputs_before
+
+
+def test_05_the_main_path_leaves_newer_blocks_to_going_further():
+    main, further = main_path()
+    for term in ("RMSNorm", "RoPE", "gated", "SwiGLU", "groups of heads"):
+        assert term not in main, f"{term!r} belongs in Going further"
+    for term in ("RMSNorm", "RoPE", "gated MLP", "groups of heads"):
+        assert term in further
+
+
+def test_05_the_forward_reference_to_the_attention_off_prediction_is_kept():
+    text = "\n".join(markdown())
+    before, after = text.split("## What the MLP does in this toy")
+    assert "as the next section explains" in flat(before)[-200:]
+    assert "prediction with attention off" in flat(after.split("## ")[0])
+
+
+def test_05_exercises_2_and_3_are_not_answered_above_them():
+    cells = prose()
+    for key, question, giveaways in [("05.2", "**2. Without the residual.**", ["y = 0"]),
+                                     ("05.3", "**3. GELU far from 0.**", ["GELU(10)", "GELU(-10)"])]:
+        at = next(i for i, (s, _) in enumerate(cells) if s.startswith(question))
+        above = flat(" ".join(s + o for s, o in cells[:at]))
+        answer = tw.EXERCISES[key]["answer"]
+        assert giveaways[0] in (answer() if callable(answer) else answer).replace("−", "-")
+        for mark in giveaways:
+            assert mark not in above, (key, mark)
+
+
+def test_05_no_sentence_claims_more_than_its_numbers():
+    text = flat("\n".join(markdown()))
+    assert "twice the row gives twice the output" not in text   # false once a bias is added
+    assert "exactly the corrections" not in text                # the MLP corrects y, not p
+    assert "GELU helped" not in text                            # no fit with ReLU is shown
+    assert "The toy has 2d = 8 hidden units, one \"on\" and one \"off\" unit per dimension" in text
+    fit = flat(next(m for m in markdown() if m.startswith("### Where the decimals")))
+    assert "prints y₅ itself" in fit and "most likely token" in fit and "attention off" in fit
+    assert "fix the last row's final vector, LN(y₅)" not in fit  # LN alone leaves scale and shift free

@@ -41,25 +41,31 @@ number_exercise(
 _BOTH = ["y = x", "y = LN(x)", "y = 0", "y = x + LN(x)"]
 
 
-def _both_off_answer():
+def _without_residual_answer():
+    """What a block without residuals would give with both branches off: the sum of what
+    the branches add, which is all such a block keeps (the model's y minus its x)."""
     r = run(EXAMPLE_TEXT, attention_on=False, mlp_on=False)
-    x, ln = r["x"], _ln(r["x"])
+    x, ln, added = r["x"], _ln(r["x"]), r["y"] - r["x"]
     for option, value in zip(_BOTH, [x, ln, 0 * x, x + ln], strict=True):
-        if np.allclose(r["y"], value):
+        if np.allclose(added, value):
             return option
     return None
 
 
 choice_exercise(
-    "05.2", "Both branches off. Predict first, then switch off both branches in the widget above. "
-            "What is y?",
-    options=_BOTH, answer=_both_off_answer,
-    hints={"y = LN(x)": "LayerNorm only feeds a branch; the stream itself is never normalised inside the block.",
-           "y = 0": "A branch that is off adds nothing; it does not wipe the stream.",
-           "y = x + LN(x)": "LN(x) goes into the branch, not into the stream: with the branch off it goes nowhere.",
-           "y = x": "Follow the stream through the block once more."},
-    solution="y = x. Each branch only ever adds to the stream; with both off nothing is added, so "
-             "the block passes X through unchanged. The widget's table then shows X itself.")
+    "05.2", "Without the residual. Suppose a block replaced the stream instead of adding to it: "
+            "h = attn(LN₁(x)), y = mlp(LN₂(h)). A branch switched off gives 0. With both branches "
+            "off, what would y be?",
+    options=_BOTH, answer=_without_residual_answer,
+    hints={"y = x": "That is the real block, which adds each branch to x. Here h is the attention "
+                    "branch's output alone: what is left of x when that branch gives 0?",
+           "y = LN(x)": "LN(x) only feeds the attention branch; with that branch off, nothing of it comes out.",
+           "y = x + LN(x)": "Neither x nor LN(x) is carried past a branch here: h is the branch's output alone.",
+           "y = 0": "Follow x through both lines once more."},
+    solution="y = 0. Without the residual, h is the attention branch's output alone, and a branch "
+             "that is off gives 0; then y is the MLP's output alone, 0 again. Nothing of x reaches y, "
+             "so every text would end in the same row. With the residual, the same switches give "
+             "y = x (try it in the widget): the stream survives whatever the branches do.")
 
 
 def _gelu_min():
@@ -67,23 +73,27 @@ def _gelu_min():
 
 
 def _gelu_options():
-    g0, g10 = float(_model.gelu(0.0)), float(_model.gelu(-10.0))
-    return ["GELU(0) = 0.500, GELU(−10) = 0.000", f"GELU(0) = {fmt(g0)}, GELU(−10) = {fmt(g10)}",
-            "GELU(0) = 0.000, GELU(−10) = -10.000", f"GELU(0) = 0.000, GELU(−10) = {fmt(_gelu_min())}"]
+    up, down = float(_model.gelu(10.0)), float(_model.gelu(-10.0))
+    return [f"GELU(10) = 1.000, GELU(−10) = {fmt(down)}", f"GELU(10) = {fmt(up)}, GELU(−10) = {fmt(down)}",
+            f"GELU(10) = {fmt(up)}, GELU(−10) = -10.000",
+            f"GELU(10) = {fmt(up)}, GELU(−10) = {fmt(_gelu_min())}"]
 
 
 choice_exercise(
-    "05.3", "GELU at 0 and far below 0. Without computing, use the plot (and where its left end is "
-            "heading): what are GELU(0) and GELU(−10)?",
+    "05.3", "GELU far from 0. Without computing, use the plot and where its two ends are heading: "
+            "what are GELU(10) and GELU(−10)?",
     options=_gelu_options, answer=lambda: _gelu_options()[1],
     hints=lambda: {
-        _gelu_options()[0]: "You may be thinking of the sigmoid, which is 0.5 at 0; GELU is u "
-                            "times something, so it is 0 at u = 0.",
-        _gelu_options()[2]: "That is the identity; GELU fades to 0 for large negative inputs, like ReLU.",
-        _gelu_options()[3]: "That is GELU's lowest value, reached near u = −0.75; further left it rises back to 0."},
-    solution="Both are 0. GELU(u) is u times a number between 0 and 1, so it is exactly 0 at u = 0; "
-             "far below zero that number is practically 0, and GELU fades out like ReLU. Only in "
-             "between, around u = −0.75, does it dip below zero.")
+        _gelu_options()[0]: "You may be thinking of tanh or the sigmoid, which level off at 1; GELU "
+                            "is u times a number between 0 and 1, and far above 0 that number is 1.",
+        _gelu_options()[2]: "That is the identity, which GELU is only far above 0; far below 0 it "
+                            "fades to 0, like ReLU.",
+        _gelu_options()[3]: "That is GELU's lowest value, reached near u = −0.75; further left it "
+                            "rises back to 0."},
+    solution="GELU(10) = 10 and GELU(−10) = 0, to 3 decimals. GELU(u) is u times a number between "
+             "0 and 1 that goes smoothly from 0 far to the left to 1 far to the right: at u = 10 it "
+             "is 1, so the unit passes its input on, as ReLU does; at u = −10 it is practically 0, "
+             "and so is GELU. Only in between, around u = −0.75, does GELU dip below zero.")
 
 _DOG = "the dog climbed the"
 
@@ -234,6 +244,12 @@ def matrix_html(m, rows, cols, digits=3, bold_last=False):
             f"<tr><th></th>{head}</tr>{''.join(body)}</table>")
 
 
+def _branches_title(last, attention, mlp):
+    """The chart's title: whose next token, and the state of both switches."""
+    return (f"p of the next token after {last} · attention {'on' if attention else 'off'}"
+            f" · MLP {'on' if mlp else 'off'}")
+
+
 def block_branches(text="the cat climbed the"):
     """Widget: switch the block's attention branch and MLP branch on and off.
 
@@ -246,9 +262,8 @@ def block_branches(text="the cat climbed the"):
     top = widgets.HTML()
     area = message_area()
     tokens = [token_name(i) for i in encode(text)]
-    chart = live_chart("block-branches", np.zeros(len(TOKENS)),
-                       f"p of the next token after the last row ({tokens[-1]})",
-                       height=3.0, moving_title=False, ymax=0.6)
+    chart = live_chart("block-branches", np.zeros(len(TOKENS)), _branches_title(tokens[-1], True, True),
+                       height=3.0, ymax=0.6)
     state = WidgetState(attention=True, mlp=True)
 
     def update(_=None):
@@ -266,7 +281,7 @@ def block_branches(text="the cat climbed the"):
             r["y"], r["tokens"], [f"d{j + 1} {name}" for j, name in enumerate(DIMS)], bold_last=True)
         p = r["p"][-1]
         best = int(np.argmax(p))
-        chart.show(p, highlight=best)
+        chart.show(p, highlight=best, title=_branches_title(tokens[-1], state.attention, state.mlp))
         top.value = f"most likely next: <b>{html.escape(token_name(best))}</b> ({fmt(p[best])})"
 
     on_change(attention, area, state, update)
