@@ -183,6 +183,9 @@ def check_shift(box, c):
     assert text(line) == (f"c = {tw.plain(c)}: every logit moved by {tw.plain(c)}; the largest "
                           f"change of any p is {tw.fmt(np.abs(p - tm.softmax(Z0)).max())}\n"
                           + summary(p))
+    top = int(np.argmax(p))                       # the lower title, which the stored picture carries
+    assert box.charts["p"].title == (f"p = softmax(z + c): {name(top)} leads with {tw.fmt(p[top])} · "
+                                     f"largest change of any p: {tw.fmt(np.abs(p - tm.softmax(Z0)).max())}")
 
 
 def test_logit_shift_moves_logits_not_p_and_keeps_an_exact_c():

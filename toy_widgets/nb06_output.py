@@ -24,8 +24,9 @@ def _softmax_output():
 
 
 choice_exercise(
-    "06.1", "Does the model output a word? After the output layer and the softmax, what exactly has "
-            "the model produced for the last position?",
+    "06.1", "Does the model output a word? Predict it before you read section 4: once the output "
+            "layer and the softmax have run, what exactly will the model have produced for the last "
+            "position?",
     options=_OUT, answer=_softmax_output,
     hints={_OUT[0]: "No token has been chosen yet; choosing is a separate step.",
            _OUT[2]: "f_5 is an input of the output layer, not its result.",
@@ -70,20 +71,9 @@ def _tied_z():
     return PARAMS["wte"] @ _H6
 
 
-number_exercise(
-    "06.3", "Score the vocabulary with tied weights, by hand. With W_U = Eᵀ and no final norm, the "
-            "logit of token j for h = [1, 0, 1, 0] is h · E[j]. What is the highest of the 12 logits?",
-    answer=lambda: _tied_z().max(), decimals=1,
-    hints=lambda: [(float((_H6 @ PARAMS["w_u"]).max()), "Several tokens score 1 (and 1 is the top if "
-                    "you used W_U's columns); look for a row with something on both d1 and d3."),
-                   (0.5, "Add both parts: the d1 entry and the d3 entry of the row.")],
-    solution=lambda: (
-        f"{fmt(_tied_z().max(), 1)}, for `{token_name(int(_tied_z().argmax()))}`: the logit of each token "
-        "is \"d1 + d3\" of its row of E. The 12 logits: "
-        + ", ".join(f"{token_name(t)} {fmt(z, 1)}" for t, z in zip(TOKENS, _tied_z(), strict=True)) + "."))
-
 choice_exercise(
-    "06.4", "With the same tied weights and h = [1, 0, 1, 0]: which token gets the highest logit?",
+    "06.3", "Score the vocabulary with tied weights, by hand. With W_U = Eᵀ and no final norm, the "
+            "logit of token j for h = [1, 0, 1, 0] is h · E[j]. Which token gets the highest logit?",
     options=["␣the", "␣cat", "␣climb", "␣floor", "."], answer=lambda: TOKENS[int(_tied_z().argmax())],
     hints={".": "'.' wins with the columns of W_U; with tied weights, use the rows of E.",
            "␣the": "␣the's embedding lies on d4 only, which h ignores: it scores 0.",
@@ -91,10 +81,22 @@ choice_exercise(
            "␣climb": "␣climb scores 1 (d3 only); another token also has something on d1.",
            "␣floor": "Add d1 and d3 of each row once more."},
     solution=lambda: (
-        f"`{token_name(int(_tied_z().argmax()))}`, whose embedding "
-        f"{[float(v) for v in PARAMS['wte'][int(_tied_z().argmax())]]} gives {fmt(_tied_z().max(), 1)}. "
-        "With tied weights, a logit just measures how much h looks like each token's embedding. "
-        f"With the toy's own W_U, `{token_name(int((_H6 @ PARAMS['w_u']).argmax()))}` would have come first instead."))
+        f"`{token_name(int(_tied_z().argmax()))}`: of all the rows of E, only its row has something "
+        "positive on both d1 and d3, the two dimensions h picks out. With tied weights, a logit just "
+        "measures how much h looks like each token's embedding. With the toy's own W_U, "
+        f"`{token_name(int((_H6 @ PARAMS['w_u']).argmax()))}` would have come first instead."))
+
+number_exercise(
+    "06.4", "With the same tied weights and h = [1, 0, 1, 0]: what is that highest logit?",
+    answer=lambda: _tied_z().max(), decimals=1,
+    hints=lambda: [(float((_H6 @ PARAMS["w_u"]).max()), "Several tokens score 1 (and 1 is the top if "
+                    "you used W_U's columns); look for a row with something on both d1 and d3."),
+                   (0.5, "Add both parts: the d1 entry and the d3 entry of the row.")],
+    solution=lambda: (
+        f"{fmt(_tied_z().max(), 1)}, for `{token_name(int(_tied_z().argmax()))}`, whose embedding is "
+        f"{[float(v) for v in PARAMS['wte'][int(_tied_z().argmax())]]}: the logit of each token "
+        "is \"d1 + d3\" of its row of E. The 12 logits: "
+        + ", ".join(f"{token_name(t)} {fmt(z, 1)}" for t, z in zip(TOKENS, _tied_z(), strict=True)) + "."))
 
 def _tied_p():
     return softmax(_tied_z())
@@ -358,13 +360,20 @@ def _shift_title(c):
     return f"the logits z + c, with c = {plain(c)}"
 
 
+def _shift_p_title(p, p0):
+    top = int(np.argmax(p))
+    return (f"p = softmax(z + c): {token_name(top)} leads with {fmt(p[top])} · "
+            f"largest change of any p: {fmt(np.abs(p - p0).max())}")
+
+
 def logit_shift(text="the cat climbed the"):
     """Add the same constant c to every logit: the logits move, p does not."""
     text = builder_text(text, "logit_shift")   # one sentence for a wrong text
     z0 = _last_logits(text)
     p0 = softmax(z0)
     top = int(np.argmax(z0))
-    fig, z_chart, p_chart = _z_over_p("logit-shift", z0, p0, _shift_title(0.0), _p_title(p0), top)
+    fig, z_chart, p_chart = _z_over_p("logit-shift", z0, p0, _shift_title(0.0), _shift_p_title(p0, p0),
+                                      top)
     ax_z = z_chart.ax
     ax_z.set_ylim(-14, 14)
     slider = widgets.FloatSlider(value=0, min=-10, max=10, step=0.1, description="add c",
@@ -380,7 +389,7 @@ def logit_shift(text="the cat climbed the"):
         p = softmax(z)
         z_chart.set(z, highlight=top)
         p_chart.set(p, highlight=int(np.argmax(p)))
-        set_titles({z_chart.ax: _shift_title(c), p_chart.ax: _p_title(p)})
+        set_titles({z_chart.ax: _shift_title(c), p_chart.ax: _shift_p_title(p, p0)})
         lo, hi = min(-14, z.min() - 1), max(14, z.max() + 1)
         if (lo, hi) != ax_z.get_ylim():
             ax_z.set_ylim(lo, hi)
