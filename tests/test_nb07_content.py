@@ -176,10 +176,13 @@ def test_the_crop_is_a_side_road_after_the_exercises_and_after_the_kv_cache():
     """The crop's passage needs the KV cache: it comes after the section that teaches the
     cache, as the one "Going further" part, after the exercises and before the links."""
     found = headings()
-    assert found[-2:] == ["## Check yourself", "## Going further: when the context is full"]
+    assert found[-2:] == ["## Check yourself", "## Going further"]
     markdown = [source(c) for c in CELLS if c["cell_type"] == "markdown"]
     going = next(i for i, m in enumerate(markdown) if m.startswith("## Going further"))
-    assert markdown[-1].startswith("← ") and "crops" in markdown[going]
+    parts = [m.splitlines()[0] for m in markdown[going:] if m.startswith("### ")]
+    assert parts == ["### Top-k and top-p together", "### When the context is full"]
+    crop = next(m for m in markdown[going:] if m.startswith("### When the context is full"))
+    assert markdown[-1].startswith("← ") and "crops" in crop
     taught = next(i for i, m in enumerate(markdown) if "**KV cache**" in m)
     assert taught < going and "KV cache" in "".join(markdown[going:])
 
@@ -207,11 +210,13 @@ def test_the_cached_keys_are_both_heads_side_by_side_as_the_prose_says():
     tm.forward(ids, cache=cache)
     assert len(cache) == 1 and np.allclose(cache[0]["k"], k)
     half = d // tm.N_HEAD
-    (cell,) = [c for c in CELLS if c["cell_type"] == "code" and "cache[0][\"k\"][:, :2]" in source(c)]
-    assert f"keys kept: {k.shape}" in outputs(cell)
-    assert (f"head 1's keys, columns 1-2: {(len(ids), half)} · head 2's keys, columns 3-4: "
-            f"{(len(ids), half)}") in outputs(cell)
-    assert "side by side" in prose() and "head 1's two key dimensions, then head 2's" in prose()
+    (cell,) = [c for c in CELLS if c["cell_type"] == "code" and "cache=cache)" in source(c)
+               and "keys kept" in source(c)]
+    assert f"keys kept: {k.shape}" in outputs(cell) and f"keys kept: {(len(ids) + 1, d)}" in outputs(cell)
+    assert half * tm.N_HEAD == d
+    assert "both heads' side by side as notebook 4 laid them out, 4 columns in all" in prose()
+    assert "head 1's keys, columns" not in json.dumps(CELLS, ensure_ascii=False), \
+        "the heads' columns are more than the main path needs"
 
 def test_the_crop_moves_the_start_mark_onto_cat():
     """Only position 1 has a non-zero position embedding, and the stored crop loop shows
@@ -355,3 +360,73 @@ def test_top_k_claims_only_what_the_page_shows_and_the_full_context_error_per_de
     assert "(an IndexError on the CPU; on a GPU, a device-side assert)" in text_
     with pytest.raises(IndexError):
         np.zeros((1024, 2))[np.array([1024])]                   # numpy's (and PyTorch CPU's) lookup
+
+
+# --- what the pictures and worked answers point at ------------------------------------------
+
+def test_07_4s_worked_answer_reads_a_number_the_explorer_shows():
+    """At top-k = 2 the explorer's line names the leader, ␣roof, with its p; ␣wall's p is the
+    rest. The worked answer quotes both as the widget and the model give them."""
+    solution = tw.exercises._now(tw.EXERCISES["07.4"]["solution"])
+    z = tm.forward(tm.encode("the cat climbed the"))[-1]
+    p = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+    roof, wall = tm.VOCAB.index(" roof"), tm.VOCAB.index(" wall")
+    kept = p[roof] / (p[roof] + p[wall])
+    root = tw.temperature_explorer()
+    next(w for w in walk(root) if getattr(w, "description", None) == "exact k").value = 2
+    line = next(text(w) for w in walk(root) if type(w).__name__ == "HTML" and "kept" in w.value)
+    assert f"most likely ␣roof with p = {tw.fmt(kept)}" in line
+    assert f"the line under the boxes gives the leader, ␣roof, with {tw.fmt(kept)}" in solution
+    assert f"␣wall has the rest, 1 − {tw.fmt(kept)}" in solution
+    assert "read it on the line" not in solution
+
+
+@pytest.mark.parametrize("settings", [dict(T=1.0, k=12, p=1.0), dict(T=0.5, k=3, p=0.9)])
+def test_the_explorers_title_gives_its_settings(settings):
+    root = tw.temperature_explorer()
+    boxes = {w.description: w for w in walk(root) if getattr(w, "description", "").startswith("exact")}
+    boxes["exact T"].value, boxes["exact k"].value = settings["T"], settings["k"]
+    boxes["exact p"].value = settings["p"]
+    assert root.chart.ax.get_title() == (f'p after "the cat climbed the" at T = {settings["T"]:g}, '
+                                         f'top-k = {settings["k"]}, top-p = {settings["p"]:g}')
+
+
+def test_the_stepper_at_its_fifth_press_is_drawn_as_the_prose_says():
+    """The static picture after the stepper: the fifth press of the notebook's stepper, whose
+    drawn token is not the most likely one, as the prose says; the widget draws the same."""
+    args = stepper_call()
+    (cell,) = [c for c in CELLS if c.get("id") == "stepper-step"]
+    assert 'tm.generate("the", temperature=1, seed=18)' in source(cell)
+    assert (args["prompt"], args["temperature"], args["seed"]) == ("the", 1, 18)
+    new = our_loop(args["prompt"], args["temperature"], args["seed"])
+    ids = tm.encode(args["prompt"]) + new[:4]
+    p = p_after(tm.decode(ids))
+    drawn = new[4]
+    assert drawn != int(np.argmax(p))
+    assert (f"step 5: drew {tm.token_name(drawn)}, which had p = {tw.fmt(p[drawn])}; the most likely was "
+            f"{tm.token_name(int(np.argmax(p)))}") in outputs(cell)
+    assert any(o.get("data", {}).get("image/png") for o in cell["outputs"])
+    root = tw.generation_stepper(**args)
+    button = next(w for w in walk(root) if type(w).__name__ == "Button")
+    for _ in range(5):
+        button.click()
+    assert root.state.ids[-1] == drawn and root.chart.highlight == [drawn]
+    assert "it is not the most likely one" in prose()
+
+
+def test_the_main_path_keeps_one_sentence_on_top_k_with_top_p():
+    """The libraries' order is a side road; the example it quotes is printed in Going further."""
+    markdown = [source(c) for c in CELLS if c["cell_type"] == "markdown"]
+    going = next(i for i, m in enumerate(markdown) if m.startswith("## Going further"))
+    main = "\n".join(markdown[:going])
+    for side in ("vLLM", "llama.cpp", "Hugging Face transformers"):
+        assert side not in main
+    assert "top-p is measured on what top-k left, renormalised" in main
+
+
+def test_the_cache_claims_say_what_it_saves_and_both_reasons_a_crop_breaks_it():
+    text_ = re.sub(r"\s+", " ", prose())
+    assert "usable and unusable" not in text_
+    assert "runs the model's weight matrices on 1 position instead of n" in text_
+    assert "from block 2 on, each kept key and value was computed with the dropped tokens in view" in text_
+    assert "T (here T is a temperature; in code about training, T often stands for a sequence's length)" in text_

@@ -102,8 +102,9 @@ number_exercise(
         f"The two kept tokens are ␣roof ({fmt(_p07()[_ROOF])}) and ␣wall ({fmt(_p07()[_WALL])}). "
         f"Renormalising divides each by their total: p(␣wall) = {fmt(_p07()[_WALL])} / "
         f"({fmt(_p07()[_ROOF])} + {fmt(_p07()[_WALL])}) = {fmt(_p07(top_k=2)[_WALL])}, and ␣roof "
-        f"gets the rest, {fmt(_p07(top_k=2)[_ROOF])}. You can also set "
-        "top-k to 2 in the temperature widget above and read it on the line under the boxes."))
+        f"gets the rest, {fmt(_p07(top_k=2)[_ROOF])}. You can also set top-k to 2 in the temperature "
+        f"widget above: the line under the boxes gives the leader, ␣roof, with {fmt(_p07(top_k=2)[_ROOF])}, "
+        f"and ␣wall has the rest, 1 − {fmt(_p07(top_k=2)[_ROOF])}."))
 
 _DOG2 = "the dog"
 
@@ -254,6 +255,10 @@ code_exercise(
     return new''')
 
 
+def _explorer_title(prompt, T, k, top_p):
+    return f'p after "{prompt}" at T = {plain(T)}, top-k = {k}, top-p = {plain(top_p)}'
+
+
 def temperature_explorer(prompt="the cat climbed the"):
     """w-temperature: the last row's p under a temperature, a top-k and a top-p, live.
 
@@ -283,17 +288,15 @@ def temperature_explorer(prompt="the cat climbed the"):
     info = widgets.HTML()
     area = message_area()
 
-    # The title stays put (the boxes show T, k and p): redrawing its text would cost
-    # more than redrawing all 24 bars.
-    chart = live_chart("temperature", np.zeros(n),
-                       f'p after "{prompt}" under your temperature, top-k, top-p',
-                       width=7.2, height=3.4, moving_title=False)
+    # The title names the settings, so that the widget's stored picture says which they are.
+    chart = live_chart("temperature", np.zeros(n), _explorer_title(prompt, 1.0, n, 1.0),
+                       width=7.2, height=3.4)
     ax = chart.ax
     ax.title.set_fontsize(10)
     before = BarChart(ax, np.zeros(n), outline="before top-k and top-p cut it", color=GREY)
     chart.bars.set_label("drawn from: after temperature, top-k, top-p")
     ax.legend(handles=[chart.bars, before.bars], loc="upper left", fontsize=8)
-    live_artists(chart.fig, [*chart.bars, *before.bars])
+    live_artists(chart.fig, [*chart.bars, *before.bars, ax.title])
     state = WidgetState(T=1.0, k=n, p=1.0)
     controls = {"T": (t_slider, t_box), "k": (k_slider, k_box), "p": (p_slider, p_box)}
 
@@ -304,6 +307,7 @@ def temperature_explorer(prompt="the cat climbed the"):
             setattr(state, key, value)
         top = int(np.argmax(p))
         before.set(next_token_probs(logits, state.T))
+        chart.ax.title.set_text(_explorer_title(prompt, state.T, state.k, state.p))
         chart.show(p)
         info.value = (f"T = {plain(state.T)}, k = {state.k}, p = {plain(state.p)}: kept "
                       f"<b>{int((p > 0).sum())}</b> of {n} tokens · most likely "
