@@ -12,6 +12,11 @@ and the requests refused (there must be none).
 
     python benchmarks/lite.py                                  # every notebook of notebooks/
     python benchmarks/lite.py notebooks/06_output.ipynb --repeat 3
+    python benchmarks/lite.py --cdn notebooks/01_tokens.ipynb  # the site as published
+
+With --cdn the site is built as it is published, loading Pyodide's packages from Pyodide's
+CDN; the CDN cannot be reached here, so its requests are answered from the offline build's
+copy of the same files (tests/lite_harness.Offline), and counted.
 
 Each notebook opens in a fresh browser context (an empty cache): the kernel figure is
 a learner's first visit. This is a script, not a test: it prints figures and fails only
@@ -31,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tools")]
 
 from browser_harness import notebook_problems, run_all  # noqa: E402
-from build_lite import build  # noqa: E402
+from build_lite import CDN, build  # noqa: E402
 from lite_harness import TEST_SETTINGS, Offline, open_lite, serving  # noqa: E402
 
 
@@ -40,6 +45,9 @@ def main(argv=None) -> None:
     parser.add_argument("notebooks", nargs="*", help="paths like notebooks/06_output.ipynb "
                                                      "(default: all of notebooks/)")
     parser.add_argument("--repeat", type=int, default=1, help="visits per notebook")
+    parser.add_argument("--cdn", action="store_true",
+                        help="the site as published (Pyodide's packages from its CDN), the CDN "
+                             "answered from the offline build's copy of the same files")
     args = parser.parse_args(argv)
     notebooks = args.notebooks or [f"notebooks/{p.name}" for p in sorted((ROOT / "notebooks").glob("*.ipynb"))]
 
@@ -48,8 +56,14 @@ def main(argv=None) -> None:
         start = time.monotonic()
         site = build(Path(tmp) / "lite", offline=True, extra_settings=TEST_SETTINGS)
         print(f"build --offline: {time.monotonic() - start:.1f} s")
+        cdn = None
+        if args.cdn:
+            cdn = (CDN, site / "pyodide")
+            start = time.monotonic()
+            site = build(Path(tmp) / "lite-cdn", offline=False, extra_settings=TEST_SETTINGS)
+            print(f"build (CDN mode): {time.monotonic() - start:.1f} s")
         with serving(site) as url, sync_playwright() as playwright:
-            offline = Offline(playwright)
+            offline = Offline(playwright, cdn)
             try:
                 for path in notebooks:
                     kernels, runs = [], []
@@ -69,6 +83,9 @@ def main(argv=None) -> None:
                              if problems else ""))
             finally:
                 offline.close()
+            if args.cdn:
+                print(f"requests answered as the CDN: {len(offline.from_cdn)}, of which not "
+                      f"on it: {sum(not (cdn[1] / u.rsplit('/', 1)[-1]).is_file() for u in offline.from_cdn)}")
             print(f"requests refused: {len(offline.refused)}"
                   + (f" ({offline.refused[:3]})" if offline.refused else ""))
 

@@ -61,16 +61,32 @@ def serving(folder: Path) -> Iterator[str]:
 
 class Offline:
     """A headless Chromium whose pages reach only 127.0.0.1; `refused` lists every other
-    URL a page asked for."""
+    URL a page asked for.
 
-    def __init__(self, playwright):
+    With `cdn=(prefix, folder)`, a request for a URL under `prefix` (the CDN a site built
+    without --offline names) is answered from the file of that name in `folder` instead,
+    as the CDN would answer it, and listed in `from_cdn`; a name the folder lacks gets a
+    404. That runs the CDN mode here, where the CDN cannot be reached."""
+
+    def __init__(self, playwright, cdn: tuple[str, Path] | None = None):
         self.refused: list[str] = []
+        self.from_cdn: list[str] = []
+        self.cdn = cdn
         self.browser = playwright.chromium.launch(
             executable_path=str(CHROMIUM), headless=True,
             args=[*CHROMIUM_ARGS, f"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE {LOOPBACK}"])
 
     def _route(self, route) -> None:
-        if urlparse(route.request.url).hostname == LOOPBACK:
+        url = route.request.url
+        if self.cdn and url.startswith(self.cdn[0]):
+            self.from_cdn.append(url)
+            path = self.cdn[1] / urlparse(url).path.rsplit("/", 1)[-1]
+            cors = {"Access-Control-Allow-Origin": "*"}
+            if path.is_file():
+                route.fulfill(path=str(path), headers=cors)
+            else:
+                route.fulfill(status=404, body="not on the CDN", headers=cors)
+        elif urlparse(url).hostname == LOOPBACK:
             route.continue_()
         else:
             self.refused.append(route.request.url)
