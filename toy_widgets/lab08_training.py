@@ -159,28 +159,44 @@ number_exercise(
         "one-hot vector holds a 1, so its gradient is p − 1: always negative, and the further p "
         "is from 1, the stronger the push up. Every other token gets p − 0 = p, which is positive."))
 
-_SIGN = ["its logit goes down, and p(␣dog) with it",
-         "its logit goes up, since ␣dog is a likely word after \"the\"",
-         "nothing: ␣dog is not the target, so its gradient is 0"]
+_SIGN = ["positive, so the step lowers ␣dog's logit",
+         "negative, so the step raises ␣dog's logit, since ␣dog is a likely word after \"the\"",
+         "0, so the step leaves ␣dog's logit alone: ␣dog is not the target"]
+
+
+def _step_on_weights_dog():
+    """How far ␣dog's logit on row 1 moves, per unit of learning rate, when one small step on
+    row 1's loss moves every weight of the model (not the logits alone)."""
+    ids, targets, logits = _example()
+    only_1 = [targets[0]] + [-1] * (len(ids) - 1)
+    _, grads = toy_train.loss_and_grads(ids, only_1)
+    lr, dog = 1e-6, token_id("␣dog")
+    stepped = toy_train.sgd_step(PARAMS, grads, lr)
+    return float((forward(ids, stepped)[0, dog] - logits[0, dog]) / lr)
 
 
 choice_exercise(
     "08.2", lambda: "The sign of a gradient. On row 1 (after the) the target is ␣cat, and the "
-                    f"model gives ␣dog p = {fmt(_dz_row(1, '␣dog'))}. Gradient descent moves every "
-                    "weight by −learning rate × its gradient. What does one small step on row 1's "
-                    "loss alone do to ␣dog's logit?",
+                    f"model gives ␣dog p = {fmt(_dz_row(1, '␣dog'))}. Take row 1's loss alone, "
+                    "−ln p(␣cat), and suppose its 12 logits could move freely, as if they were "
+                    "weights. What is the sign of the gradient of that loss with respect to ␣dog's "
+                    "logit, and what does one small gradient-descent step on the logits (each "
+                    "moved by −learning rate × its gradient) do to ␣dog's logit?",
     options=_SIGN, answer=lambda: _SIGN[0] if _dz_row(1, "␣dog") > 0 else _SIGN[1],
-    hints={_SIGN[1]: "The step follows the gradient of this row's loss, whose target is ␣cat; "
-                     "what ␣dog's gradient is, section 2's rule says.",
+    hints={_SIGN[1]: "Section 2's rule: a token that is not the target has the gradient p − 0. "
+                     "Is that positive or negative, and which way does −lr × it move the logit?",
            _SIGN[2]: "Every token's logit shares one softmax: a wrong token with p > 0 has the "
-                     "gradient p − 0 = p.",
+                     "gradient p − 0 = p, not 0.",
            _SIGN[0]: "Look at the sign once more."},
     solution=lambda: (
-        f"It goes down. ␣dog is not the target, so its gradient is p(␣dog) − 0 = "
-        f"{fmt(_dz_row(1, '␣dog'))}, a positive number: raising its logit would raise the loss, "
-        "because ␣dog takes probability away from the target. The step is −lr × (a positive "
-        "number), so the logit falls, p(␣dog) falls, and the probability it gives up goes to the "
-        "other tokens, the target first among them."))
+        f"Positive, and the logit goes down. ␣dog is not the target, so its gradient is "
+        f"p(␣dog) − 0 = {fmt(_dz_row(1, '␣dog'))}: raising its logit would raise the loss, because "
+        "␣dog takes probability away from the target. The step on the logits is −lr × (a positive "
+        "number), so ␣dog's logit falls. On the real model the logits are not free: a step moves "
+        "the weights, and a weight serves every token, as section 3 showed. One small step on "
+        f"all the weights, against row 1's gradient, moves ␣dog's logit by {_step_on_weights_dog():+.1f} "
+        "per unit of learning rate: it rises, carried along with ␣cat's, since the two nouns "
+        "share the toy's \"noun\" dimension."))
 
 
 def _sgd_cases():
@@ -213,6 +229,12 @@ def _after_prompt():
     return toy_train.next_token_counts(toy_train.load_corpus(), encode(_PROMPT_4))
 
 
+def _subject_sentences():
+    """How many sentences of the corpus begin with the prompt's first two tokens ("the dog")."""
+    start = encode(_PROMPT_4)[:2]
+    return sum(seq[:2] == start for seq in toy_train.load_corpus())
+
+
 def _share():
     counts = _after_prompt()
     return counts[token_id(_TOKEN_4)] / counts.sum()
@@ -231,7 +253,10 @@ number_exercise(
                     "token comes, −ln p of it would be infinite."),
                    (_after_prompt()[token_id(_TOKEN_4)] / len(toy_train.load_corpus()),
                     f"Count only the sentences that begin with \"{_PROMPT_4}\", not every "
-                    "line of the corpus.")],
+                    "line of the corpus."),
+                   (_after_prompt()[token_id(_TOKEN_4)] / _subject_sentences(),
+                    f"\"the dog climbed.\" does not continue \"{_PROMPT_4}\": count only the "
+                    "sentences that do.")],
     solution=lambda: (
         f"The corpus's own frequency, {_after_prompt()[token_id(_TOKEN_4)]}/{_after_prompt().sum()} = "
         f"{fmt(_share())}. After \"{_PROMPT_4}\" the corpus goes on with: "
@@ -242,15 +267,19 @@ number_exercise(
 
 def recipe_curves(sweep, levels=()):
     """A seed sweep (tt.load_sweep()) as two pictures, one per arm (own W_U, tied), so that
-    neither hides the other, each a grid of one panel per recipe, large enough for a
-    projector; in each panel every run's training loss (blue) and held-out loss (orange), on
-    a log scale so that the last hundredths above the floor and a sudden jump both show.
-    levels: (value, label) reference lines."""
+    neither hides the other, each a grid of one panel per recipe, titled with the recipe's
+    name, large enough for a projector; in each panel every run's held-out loss (orange),
+    then its training loss (blue) drawn over them. The vertical scale is logarithmic in the
+    distance above 0.25 nats, just below the floor: it stretches the few hundredths between
+    the floor and the subject-blind level, so that a run that learnt the subject shows
+    apart from one that did not, and still holds the first fall from ln 12 (dashed grey)
+    and the highest spike. levels: (value, label) reference lines."""
     if not isinstance(sweep, dict) or not {"recipes", "runs", "seeds"} <= sweep.keys():
         raise ValueError("recipe_curves takes a seed sweep, as tt.load_sweep() returns it.")
     recipes = sweep["recipes"]
-    short = {"warmup + decay": "warmup + decay", "warmup + decay + clipping": "all three",
-             "clipping, lr = decay's mean": "clipping, lower lr"}
+    base = 0.25                                           # below every loss of the sweep
+    top = 1.15 * max(max(max(run["history"]), max(run["heldout_history"])) for run in sweep["runs"])
+    uniform = np.log(len(VOCAB))
     columns = 3
     rows = -(-(len(recipes) + 1) // columns)              # one more panel for the legend
     for arm in ["own W_U", "tied"]:
@@ -258,31 +287,34 @@ def recipe_curves(sweep, levels=()):
         fig.clear()
         axes = fig.subplots(rows, columns, sharex=True, sharey=True, squeeze=False).ravel()
         for ax, recipe in zip(axes, recipes):
-            for run in sweep["runs"]:             # drawn without antialiasing: 160 curves in
-                if run["recipe"] == recipe and run["arm"] == arm:       # two pictures stay small
-                    ax.plot(run["heldout_history"], color=ORANGE, linewidth=0.8, alpha=0.5, antialiased=False)
-                    ax.plot(run["history"], color=BLUE, linewidth=0.8, alpha=0.5, antialiased=False)
+            chosen = [run for run in sweep["runs"] if run["recipe"] == recipe and run["arm"] == arm]
+            for key, color in [("heldout_history", ORANGE), ("history", BLUE)]:   # training on top
+                for run in chosen:                 # drawn without antialiasing: 160 curves in
+                    ax.plot(run[key], color=color, linewidth=0.8, alpha=0.5, antialiased=False)   # two pictures stay small
+            ax.axhline(uniform, color=GREY, linestyle="--", linewidth=1)
             for (value, _), (color, style) in zip(levels, LEVEL_STYLES):
                 ax.axhline(value, color=color, linestyle=style, linewidth=1.4)
-            ax.set_yscale("log")
-            ax.set_ylim(0.25, 3.2)
-            ax.set_yticks([0.3, 0.5, 1, 2], ["0.3", "0.5", "1", "2"])
+            ax.set_yscale("function", functions=(lambda y: np.log(np.maximum(y - base, 1e-9)),
+                                                 lambda t: np.exp(t) + base))
+            ax.set_ylim(0.27, top)
+            ax.set_yticks([0.3, 0.4, 0.5, 1, 2], ["0.3", "0.4", "0.5", "1", "2"])
             ax.set_xticks([0, sweep["steps"] // 2, sweep["steps"]])
             ax.minorticks_off()
-            ax.set_title(short.get(recipe, recipe), fontsize=10)
+            ax.set_title(recipe, fontsize=9)
         for k, ax in enumerate(axes):
             if k // columns == rows - 1 or k + columns >= len(recipes):
                 ax.xaxis.set_tick_params(labelbottom=True)
                 if k < len(recipes):
                     ax.set_xlabel("step")
             if k % columns == 0:
-                ax.set_ylabel("nats (log scale)")
+                ax.set_ylabel("nats (stretched\nnear the floor)")
         legend_ax = axes[len(recipes)]
         for ax in axes[len(recipes) + 1:]:
             ax.set_visible(False)
         legend_ax.set_axis_off()
         handles = [plt.Line2D([], [], color=BLUE, label="training loss"),
-                   plt.Line2D([], [], color=ORANGE, label="held-out loss")]
+                   plt.Line2D([], [], color=ORANGE, label="held-out loss"),
+                   plt.Line2D([], [], color=GREY, linestyle="--", label=f"ln {len(VOCAB)}, {fmt(uniform)}")]
         handles += [plt.Line2D([], [], color=color, linestyle=style, label=f"{label},\n{fmt(value)}")
                     for (value, label), (color, style) in zip(levels, LEVEL_STYLES)]
         legend_ax.legend(handles=handles, loc="center", fontsize=9, frameon=False)
@@ -464,7 +496,8 @@ number_exercise(
             "the block's second LayerNorm) on the example, by a central difference with "
             "ε = 1e-4: build the nudged weights with `tm.replace_weight`, grade them with "
             "`tm.cross_entropy(tm.forward(ids, params), targets)`, and compute "
-            "(L(w + ε) − L(w − ε)) / 2ε (not with tt.finite_difference).",
+            "(L(w + ε) − L(w − ε)) / 2ε (not with tt.finite_difference). The toy's weights are "
+            "read-only: nudge a copy, `w = np.array(tm.get_weight(tm.PARAMS, name))`.",
     answer=_fd_grad, decimals=4,
     hints=lambda: [(-_fd_grad(), "Check the sign: L(w + ε) comes first."),
                    (2 * _fd_grad(), "Divide by 2ε: the two nudges are 2ε apart."),
