@@ -98,6 +98,7 @@ def test_02_the_rings_are_the_rows_of_x_labelled_position_and_token():
 def test_02_the_widget_and_the_picture_draw_the_same_rings():
     panel = tw.embedding_scatter()
     controls, canvas, area = panel.children[:3]        # then the panel's style rule
+    controls.children[0].value = 1                        # x axis: d2, as in the picture
     controls.children[2].value = True                     # add positions
     live = canvas.figure.axes[0].collections[1]
     fig, ax = tw.new_figure()
@@ -400,6 +401,36 @@ def test_02_attention_its_weights_and_a_block_are_defined_where_first_used():
     assert "**attention**" in first_attention
     first_weights = next((p for p in prose if "their weights" in p or "attention weight" in p), None)
     assert first_weights is None or "**attention weights**" in first_weights
+
+
+def test_02_weights_training_transformer_and_logits_are_defined_where_first_used():
+    prose = [source(c) for c in cells("02_embeddings") if c["cell_type"] == "markdown"][1:]  # after the map
+    for term, pattern in [("weights", r"\bweights?\b"), ("training", r"\btrain"),
+                          ("transformer", r"\btransformers?\b"), ("logits", r"\blogits?\b")]:
+        first = next(p for p in prose if re.search(pattern, p, re.I))
+        assert f"**{term}**" in first, term
+
+
+def test_02_swapping_two_tokens_changes_the_prediction_only_a_little_as_the_prose_says():
+    """Without positions the last row cannot tell the orders apart; with them the same three
+    tokens lead, in the same order, each p moving by a few thousandths: the toy's position
+    table is one entry, -1 on d2 at position 1."""
+    ids = tm.encode(TEXT)
+    swapped = [ids[1], ids[0], *ids[2:]]
+    assert tm.encode(tm.decode(swapped)) == swapped
+    no_pos = {**tm.PARAMS, "wpe": np.zeros((8, 4))}
+    np.testing.assert_allclose(tm.run(TEXT, params=no_pos)["logits"][-1],
+                               tm.run(tm.decode(swapped), params=no_pos)["logits"][-1], atol=1e-12)
+    p, q = tm.run(TEXT)["p"][-1], tm.run(tm.decode(swapped))["p"][-1]
+    top = list(np.argsort(p)[::-1][:3])
+    assert top == list(np.argsort(q)[::-1][:3])
+    assert 0.001 < np.abs(p - q)[top].max() < 0.01
+    expected = np.zeros((8, 4))
+    expected[0, 1] = -1
+    np.testing.assert_array_equal(tm.PARAMS["wpe"], expected)
+    flat = re.sub(r"\s+", " ", "\n".join(source(c) for c in section_with("02_embeddings", "## What positions buy")
+                                       if c["cell_type"] == "markdown"))
+    assert "only a little" in flat and "a few thousandths" in flat and "−1 of position 1" in flat
 
 
 @pytest.mark.parametrize("dx, dy", [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)])

@@ -20,13 +20,13 @@ def _labels(ax):
     return [t.get_text() for t in ax.texts if t.get_text()]
 
 
-def test_starts_with_the_12_embeddings_in_d2_and_d4():
+def test_starts_with_the_12_embeddings_in_d3_and_d4():
     panel = tw.embedding_scatter()
     assert "w-embedding-scatter" in panel._dom_classes
     x_dim, y_dim, positions, ax, dots, rings, area = _parts(panel)
-    np.testing.assert_array_equal(dots.get_offsets(), tm.PARAMS["wte"][:, [1, 3]])
+    np.testing.assert_array_equal(dots.get_offsets(), tm.PARAMS["wte"][:, [2, 3]])
     assert not rings.get_visible()
-    assert ax.get_xlabel() == "d2 (surface)" and ax.get_ylabel() == "d4 (noun)"
+    assert ax.get_xlabel() == "d3 (ending)" and ax.get_ylabel() == "d4 (noun)"
     assert area.value == ""
 
 
@@ -47,7 +47,7 @@ def test_add_positions_shows_the_rows_of_x():
     positions.value = True
     x = tm.run("the cat climbed the")["x"]
     assert rings.get_visible()
-    np.testing.assert_array_equal(rings.get_offsets(), x[:, [1, 3]])
+    np.testing.assert_array_equal(rings.get_offsets(), x[:, [2, 3]])
     assert "1: the" in _labels(ax)
     positions.value = False
     assert not rings.get_visible()
@@ -65,10 +65,13 @@ def test_same_dimension_twice_gives_a_sentence_and_keeps_the_plot():
     np.testing.assert_array_equal(dots.get_offsets(), tm.PARAMS["wte"][:, [3, 2]])
 
 
-def test_static_plot_helper_labels_every_token_once():
-    fig, ax = tw.new_figure()
-    tw.embedding_scatter_plot(ax, dx=0, dy=3)
-    names = [name for label in _labels(ax) for name in label.split(", ")]
+@pytest.mark.parametrize("dx, dy", [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)])
+def test_static_plot_helper_labels_every_token_once(dx, dy):
+    fig, ax = tw.new_figure(6.0, 4.6)
+    tw.embedding_scatter_plot(ax, dx=dx, dy=dy)
+    lines = [line for label in _labels(ax) for line in label.split("\n")]
+    assert not [line for line in lines if line.endswith(",")], "a wrapped label's line ends in a comma"
+    names = [name for line in lines for name in line.split(", ")]
     # each token by its whole name, once (␣ drawn bold, "." quoted)
     assert sorted(names) == sorted(tw.tick_label(t) for t in tw.TOKENS)
 
@@ -81,8 +84,8 @@ def test_bad_input_gets_one_sentence():
     x_dim, y_dim, positions, ax, dots, rings, area = _parts(panel)
     x_dim.value = None                              # set from code: refused, put back
     assert "Pick one of the x axis options" in area.value
-    assert x_dim.value == 1
-    np.testing.assert_array_equal(dots.get_offsets(), tm.PARAMS["wte"][:, [1, 3]])
+    assert x_dim.value == 2
+    np.testing.assert_array_equal(dots.get_offsets(), tm.PARAMS["wte"][:, [2, 3]])
     positions.value = True
     assert area.value == "" and rings.get_visible()
 
@@ -98,3 +101,15 @@ def test_no_two_labels_overlap_in_any_pair_of_dimensions(dx, dy):
     for i, a in enumerate(boxes):
         for b in boxes[i + 1:]:
             assert not a.overlaps(b), f"labels overlap in d{dx + 1} against d{dy + 1}"
+
+
+def test_exercise_3s_right_option_is_not_the_one_long_reasoned_one():
+    """A choice that alone carries a full justification gives itself away by its length."""
+    spec = tw.EXERCISES["02.3"]
+    options = tw.exercises._now(spec["options"])
+    answer = tw.exercises._now(spec["answer"])
+    others = [len(o) for o in options if o != answer]
+    assert len(answer) <= 1.2 * max(others), (answer, others)
+    # the hint for "left to right" speaks of the last row, the one that sees every row
+    hint = tw.exercises._now(spec["hints"])["Different, because attention reads the rows from left to right."]
+    assert "last row" in hint

@@ -63,8 +63,7 @@ choice_exercise(
         "similar things."))
 
 _SWAP = ("the cat climbed the", "the climbed cat the")
-_SAME = ("Exactly the same: both texts start with the token the, and the last row mixes the same "
-         "set of rows with the same weights, in any order.")
+_SAME = "The same, up to rounding: positions 2 to 5 add nothing to any token."
 _MARKED = "Different, because the position table marks where every token stands."
 
 
@@ -84,12 +83,13 @@ choice_exercise(
     hints={_MARKED:
                "Look at P again: which positions does the toy's table mark, and which does the move touch?",
            "Different, because attention reads the rows from left to right.":
-               "Attention compares rows by dot products and adds them up: neither knows which row came first.",
+               "For the last row, which sees every row, attention compares rows by dot products and "
+               "adds them up: neither step knows which row came first.",
            "There are none: the second text cannot be encoded.":
                "It encodes fine: the tokenizer checks the pieces, not the grammar.",
            _SAME: "Compare the rows of P at positions 2 to 5 once more."},
     solution=lambda: (
-        f"Exactly the same (the largest difference between the two rows of logits is "
+        f"The same, up to rounding (the largest difference between the two rows of logits is "
         f"{fmt(np.abs(np.subtract(*_position_predictions())).max())}). The toy's only position mark "
         "is on position 1, and both texts start with `the` there; positions 2 to 5 add nothing, so "
         "the moved tokens get the same rows of X wherever they stand. Both texts are then the same "
@@ -97,7 +97,8 @@ choice_exercise(
         "in two orders, both ending in `␣the`. The last row looks at every row; scores and weights "
         "travel with their rows, so a weighted sum cannot tell the orders apart.\n\n"
         "A real model learns a distinct row for every position, so it can. Swapping the first two "
-        "tokens, as the notebook did, moves the start-of-text mark and changes the toy's prediction."))
+        "tokens, as the notebook did, moves the start-of-text mark and changes the toy's prediction "
+        "a little."))
 
 
 def _rows_case(ids, start=0):
@@ -105,8 +106,9 @@ def _rows_case(ids, start=0):
 
 
 code_exercise(
-    "02.4", "Write `embed_rows(ids, start)`: a text read in two parts, whose first `start` tokens are "
-            "already embedded; `ids` are the tokens that follow. It returns their rows of X, one row "
+    "02.4", "Write `embed_rows(ids, start)`: a text read in two parts, as when the model writes "
+            "one token at a time (notebook 7), whose first `start` tokens are already embedded; "
+            "`ids` are the tokens that follow. It returns their rows of X, one row "
             "per id: the token's row of E (`tm.PARAMS[\"wte\"]`) plus the row of P "
             "(`tm.PARAMS[\"wpe\"]`) for the place where the token stands in the whole text.",
     reference=lambda ids, start: embed(np.asarray(ids), PARAMS["wte"], PARAMS["wpe"], start),
@@ -174,14 +176,15 @@ def _width(label):
 def wrapped_labels(points, labels, room=0.065):
     """A label of several names that would run into the next label to its right on the
     same line goes onto several lines, one name each, so that neither label has to leave
-    its dot; a character takes about `room` data units."""
+    its dot; no comma ends a line, where it would read as part of a name. A character
+    takes about `room` data units."""
     out = list(labels)
     for i, label in enumerate(labels):
         x, y = (float(v) for v in points[i])
         right = [float(points[j][0]) for j in range(len(labels))
                  if labels[j] and j != i and np.isclose(points[j][1], y) and points[j][0] > x]
         if ", " in label and right and x + room * (_width(label) + 1) > min(right):
-            out[i] = label.replace(", ", ",\n")
+            out[i] = label.replace(", ", "\n")
     return out
 
 
@@ -242,11 +245,12 @@ def embedding_scatter_plot(ax, dx=0, dy=3, wte=None, rows_of=None):
 
 def embedding_scatter(text="the cat climbed the"):
     """Pick the two dimensions to plot; 'add positions' rings the rows of X for `text`
-    (token + position) on top of the 12 embeddings. The plot is moved in place: the
+    (token + position) on top of the 12 embeddings. It starts on d3 against d4, rings off:
+    d3 is the one dimension the notebook's pictures leave out. The plot is moved in place: the
     rings alone are repainted over the rest when only they change."""
     text = builder_text(text, "embedding_scatter")   # one sentence for a wrong text
     check_ids(encode(text))                         # more tokens than the context: a sentence
-    x_dim = widgets.Dropdown(options=DIM_OPTIONS, value=1, description="x axis:")
+    x_dim = widgets.Dropdown(options=DIM_OPTIONS, value=2, description="x axis:")
     y_dim = widgets.Dropdown(options=DIM_OPTIONS, value=3, description="y axis:")
     positions = widgets.ToggleButton(value=False, description="add positions",
                                      tooltip="show the rows of X: token embedding + position embedding")
@@ -258,7 +262,7 @@ def embedding_scatter(text="the cat climbed the"):
     ax.add_artist(legend)
     dots_legend = ax.legend(handles=[scatter], loc="lower right", fontsize=8)   # without: one
     live_artists(fig, [rings, *ring_notes, ax.title, legend, dots_legend])
-    state = WidgetState(dims=(1, 3), positions=False)
+    state = WidgetState(dims=(x_dim.value, y_dim.value), positions=positions.value)
 
     def update(_=None):
         dx = picked(state, x_dim, "x axis", state.dims[0])
