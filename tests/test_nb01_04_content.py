@@ -5,7 +5,8 @@ and the write-it-yourself exercise 04.5 (split into heads, attend, concatenate).
   that describes them (the widget's own picture shows them off);
 - 04: the mask-off state of both heads in a stored figure; hiding the future before the
   softmax is the same as zeroing after it and renormalising, and zeroing alone leaves rows
-  that do not add up to 1; one head of size 4 follows the louder of the two questions;
+  that do not add up to 1, or nan where the kept weight underflows; one head of size 4
+  compromises between the two questions on row 4 and lowers p(␣roof);
 - 04.5 is checked against the model's own multi-head attention, which an independent
   reshape-and-softmax version agrees with; typical mistakes get their sentences;
 - 01-04: the full stop token is never a bare dot in a sentence; the tokenizer says when the
@@ -133,14 +134,47 @@ def test_04_minus_infinity_before_the_softmax_is_zeroing_after_it_and_renormalis
     assert np.all(sums[:-1] < 1 - 1e-3) and np.isclose(sums[-1], 1), "only the last row adds up to 1"
 
 
-def test_04_one_head_of_size_4_follows_the_louder_question():
+def test_04_one_head_of_size_4_compromises_on_row_4_and_lowers_p_roof():
+    """One head of size 4 with the same columns, by hand (its own softmax): its score is the
+    two heads' scores added, over √4; on row 4 it answers neither head's question, on row 5 it
+    follows head 1; the model run with n_head=1 attends the same way, and the prose quotes
+    what it gives ␣roof next to the two heads' figure."""
     r = tm.run(TEXT)
     n = len(r["tokens"])
-    one = tm.softmax(np.where(tm.causal_mask(n), r["q"] @ r["k"].T / np.sqrt(4), -np.inf))
-    climb = r["tokens"].index("␣climb")
-    assert one[-1].argmax() == r["heads"][0]["weights"][-1].argmax() == climb
-    assert r["heads"][1]["weights"][-1].max() < 0.5 < one[-1].max()     # head 2 spreads, it does not
+    h1, h2 = r["heads"]
+    both = h1["q"] @ h1["k"].T + h2["q"] @ h2["k"].T
+    np.testing.assert_allclose(r["q"] @ r["k"].T, both, atol=1e-12)
+    z = np.where(tm.causal_mask(n), both / 2.0, -np.inf)
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    one = e / e.sum(axis=1, keepdims=True)
+    climb, the = r["tokens"].index("␣climb"), 0
+    assert one[-1].argmax() == h1["weights"][-1].argmax() == climb         # row 5 follows head 1
+    assert h1["weights"][3].argmax() == the and h2["weights"][3].argmax() == climb
+    assert 0.3 < one[3, the] < one[3, climb] < 0.6                        # row 4: in between
+    merged = tm.run(TEXT, n_head=1)
+    np.testing.assert_allclose(merged["heads"][0]["weights"], one, atol=1e-12)
+    np.testing.assert_allclose(merged["attn"], one @ r["v"] @ tm.PARAMS["blocks"][0]["attn"]["c_proj"]["w"],
+                               atol=1e-12)
+    f = tw.fmt
+    prose = re.sub(r"\s+", " ", "\n".join(source(c) for c in section_with("04_mask_and_heads", "one big one")
+                                         if c["cell_type"] == "markdown"))
+    assert (f"({f(h1['weights'][3, 0])}, {f(h1['weights'][3, 1])}, {f(h1['weights'][3, 3])}); head 2 puts "
+            f"{f(h2['weights'][3, climb])} on `␣climb`. The one big head gives {f(one[3, climb])} to "
+            f"`␣climb` and {f(one[3, the])} to `the`") in prose
+    assert (f"the big head follows the louder question, {f(one[4, climb])} on `␣climb` as head 1 does; "
+            f"head 2's spread, {f(h2['weights'][4, 4])}") in prose
+    roof = tm.VOCAB.index(" roof")
+    assert f"gives `␣roof` {f(merged['p'][-1, roof])} instead of {f(r['p'][-1, roof])}" in prose
+    assert merged["p"][-1, roof] < r["p"][-1, roof]
     assert tm.PARAMS["blocks"][0]["attn"]["c_attn"]["w"].shape == (4, 12)   # the same weights either way
+
+
+def test_04_the_changed_column_of_04_3_is_named_on_the_page_and_in_the_question():
+    column = "(" + ", ".join(tw.fmt(c, 0) for c in tw.nb04_mask_and_heads._COLUMN) + ")"
+    text = "\n".join(source(c) for c in cells("04_mask_and_heads") if c["cell_type"] == "markdown")
+    assert f'd2 "surface" column were {column}' in re.sub(r"\s+", " ", text)
+    stored = next(c for c in cells("04_mask_and_heads") if source(c) == 'tw.exercise("04.3")')
+    assert column in "".join(stored["outputs"][0]["data"]["text/plain"])
 
 
 # --- 04.5: split into heads and concatenate -------------------------------------------
@@ -547,8 +581,13 @@ def test_03_the_pickers_picture_carries_the_rows_output_in_its_title():
 def test_04_says_renormalising_after_zeroing_gives_the_minus_infinity_weights_and_shows_it():
     section = section_with("04_mask_and_heads", "Why hide the future")
     flat = re.sub(r"\s+", " ", next(source(c) for c in section if "**renormalising**" in source(c)))
-    assert "exactly the weights of the −∞ way" in flat and "cheap way" in flat
+    assert "exactly the weights of the −∞ way" in flat and "one division instead of two" in flat
     assert "the same weights as -inf: True" in outputs_after("04_mask_and_heads", "Why hide the future")
+    assert section[0]["cell_type"] == "markdown" and source(section[0]).startswith("## Going further")
+    printed = outputs_after("04_mask_and_heads", "renormalising divides 0 by 0")
+    assert "zeroed, then renormalised: [nan nan]" in printed and "at -inf before:      [1. 0.]" in printed
+    with np.errstate(under="ignore"):                    # by hand: e^-800 underflows to 0
+        assert np.exp(np.float64(-800.0)) == 0.0
 
 
 def test_head_1_is_named_for_the_flag_its_value_carries():

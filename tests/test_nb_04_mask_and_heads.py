@@ -113,3 +113,17 @@ def test_the_future_stays_outlined_when_the_maps_are_repainted(mh):
         return int((np.abs(rgb - [0xD5, 0x5E, 0x00]).sum(axis=2) < 30).sum())
     assert tw.VERMILION == "#D55E00"
     assert outline_pixels() > 2000             # 2 x 10 outlined cells
+
+
+def test_04_2_taking_the_mask_away_shrinks_every_old_weight_by_one_factor():
+    """04.2's answer, by hand (widget_tools.heads_by_hand): without the mask, every row that
+    gains keys keeps its old weights in proportion, each times the same factor below 1."""
+    from widget_tools import heads_by_hand
+    masked = [w for _, w, _ in heads_by_hand()]
+    for on, off in zip(masked, open_weights_by_hand(), strict=True):
+        for i in range(len(on) - 1):
+            factor = off[i, :i + 1] / on[i, :i + 1]
+            np.testing.assert_allclose(factor, factor[0], rtol=1e-9)
+            assert factor[0] < 1
+    assert tw.exercise("04.2").try_answer("every one goes down, all by the same factor").startswith("Right")
+    assert not tw.exercise("04.2").try_answer("they stay the same").startswith("Right")

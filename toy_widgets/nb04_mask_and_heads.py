@@ -5,7 +5,7 @@ import html
 import ipywidgets as widgets
 import numpy as np
 
-from toy_model import N_HEAD, PARAMS, attention, causal_mask, multi_head, run
+from toy_model import N_CTX, N_HEAD, PARAMS, attention, causal_mask, multi_head, run
 
 from .draw import VERMILION, fmt, heatmap, new_figure, set_heatmap
 from .kit import builder_text
@@ -15,43 +15,61 @@ from .exercises import EXAMPLE_TEXT, choice_exercise, code_exercise, count_exerc
 
 
 count_exercise(
-    "04.1", "Count the allowed entries. How many of the 25 entries of a 5 × 5 causal mask are True?",
-    answer=lambda: int(causal_mask(5).sum()),
-    hints=[(10, "10 counts only the entries below the diagonal: each token may also look at itself."),
-           (25, "25 is every entry: the mask forbids looking at later tokens."),
-           (5, "5 is only the diagonal: a token may also look at every earlier token.")],
+    "04.1", f"Count the allowed entries. The toy reads at most {N_CTX} tokens at once. How many of "
+            f"the {N_CTX * N_CTX} entries of its {N_CTX} × {N_CTX} causal mask are True?",
+    answer=lambda: int(causal_mask(N_CTX).sum()),
+    hints=lambda: [
+        (int(causal_mask(N_CTX).sum()) - N_CTX,
+         f"{int(causal_mask(N_CTX).sum()) - N_CTX} counts only the entries below the diagonal: each "
+         "token may also look at itself."),
+        (N_CTX * N_CTX, f"{N_CTX * N_CTX} is every entry: the mask forbids looking at later tokens."),
+        (N_CTX, f"{N_CTX} is only the diagonal: a token may also look at every earlier token."),
+        (int(causal_mask(5).sum()), f"{int(causal_mask(5).sum())} is the 5 × 5 mask above; this one "
+         f"is {N_CTX} × {N_CTX}.")],
     solution=lambda: (
-        f"{int(causal_mask(5).sum())}. Row i may see i entries (itself and the i − 1 before it), so "
-        f"1 + 2 + 3 + 4 + 5 = {int(causal_mask(5).sum())}, in general n(n + 1) / 2. The other "
-        f"{int((~causal_mask(5)).sum())} are the future."))
+        f"{int(causal_mask(N_CTX).sum())}. Row i may see i entries (itself and the i − 1 before it), "
+        f"so 1 + 2 + … + {N_CTX} = {int(causal_mask(N_CTX).sum())}, in general n(n + 1) / 2. The "
+        f"other {int((~causal_mask(N_CTX)).sum())} are the future."))
 
 
-def _mask_rows():
-    return [f"row {i + 1} ({t})" for i, t in enumerate(run(EXAMPLE_TEXT)["tokens"])]
-
-
-def _mask_changes():
+def _old_weights(h, i):
+    """Row i of head h on the keys the mask allows, with the mask and without it."""
     on, off = run(EXAMPLE_TEXT), run(EXAMPLE_TEXT, mask=False)
-    return np.max([np.abs(on["heads"][h]["weights"] - off["heads"][h]["weights"]).max(axis=1)
-                   for h in range(N_HEAD)], axis=0)
+    return on["heads"][h]["weights"][i, :i + 1], off["heads"][h]["weights"][i, :i + 1]
 
+
+def _new_keys_shrink_all_alike():
+    """Without the mask, every row that gains keys (all but the last) keeps its old weights
+    in proportion, each multiplied by the same factor below 1."""
+    n = len(run(EXAMPLE_TEXT)["tokens"])
+    factors = [after / before for h in range(N_HEAD) for i in range(n - 1)
+               for before, after in [_old_weights(h, i)]]
+    return all(np.allclose(f, f[0]) and f[0] < 1 for f in factors)
+
+
+_NEW_KEYS = ["some go up, some go down", "they can go up, if the new keys score low",
+             "every one goes down, all by the same factor", "they stay the same"]
 
 choice_exercise(
-    "04.2", "Where the mask changes nothing. Use the widget above: switch the mask off and compare "
-            "the rows. In which row does switching the mask off change nothing?",
-    options=_mask_rows,
-    answer=lambda: _mask_rows()[int(np.flatnonzero(_mask_changes() < 1e-12)[0])],
-    hints=lambda: dict(zip(_mask_rows(), [
-        "Row 1 changes the most: unmasked, it looks almost entirely ahead.",
-        "Row 2 has three later tokens it could look at without the mask.",
-        "Row 3 has two later tokens it could look at without the mask.",
-        "Row 4 still has one later token, ␣the, to peek at.",
-        "Look at what the mask hides in this row once more."], strict=True)),
-    solution=lambda: (
-        "Row 5, the last token: there is no later token to hide, so the mask forbids nothing in "
-        "that row. The largest change of any weight in each row, over both heads, when the mask "
-        "is switched off: "
-        + ", ".join(f"{r} {fmt(c)}" for r, c in zip(_mask_rows(), _mask_changes(), strict=True)) + "."))
+    "04.2", "What the new keys take. Taking the mask away gives a row more keys to look at. What "
+            "happens to the weights the row already had, on itself and on the keys before it?",
+    options=_NEW_KEYS,
+    answer=lambda: _NEW_KEYS[2] if _new_keys_shrink_all_alike() else _NEW_KEYS[0],
+    hints={"some go up, some go down": "Compare row 4 (ed) of head 1 with and without the mask: "
+                                       "which of its old weights went up?",
+           "they can go up, if the new keys score low": "Even a very low score adds e^score, "
+                                                        "more than 0, to the row's sum.",
+           "every one goes down, all by the same factor": "Softmax divides every e^score by the "
+                                                          "row's sum: what do the new keys do to it?",
+           "they stay the same": "Row 1 gave itself 1.000 with the mask; without it, it looks "
+                                 "almost entirely ahead."},
+    solution=lambda: (lambda before, after: (
+        "Every one goes down, all by the same factor. Each old weight is its e^score divided by "
+        "the row's sum of e^scores; the new keys leave every old e^score as it was and add their "
+        "own, each more than 0, to the sum, so every old weight is divided by the same larger "
+        f"number. Row 4 (ed) of head 1: {', '.join(fmt(w) for w in before)} with the mask, "
+        f"{', '.join(fmt(w) for w in after)} without it, each times {fmt(after.sum())}, the share "
+        "of the row's weight that stays on the old keys."))(*_old_weights(0, 3)))
 
 _COLUMN = np.array([2.0, 0.0, 1.0, 0.0])
 
