@@ -572,8 +572,8 @@ def test_06_scores_roof_by_hand_to_4_decimals_and_says_how_the_model_differs():
 
 def test_06_keeps_exercise_answers_below_their_questions():
     """06.1 is asked before the page says a distribution comes out; the trick of subtracting the
-    largest logit is told after 06.2, whose answer explains it; the token of 06.3 before its
-    logit (06.4), whose worked answer names the token."""
+    largest logit is told after 06.2, whose answer explains it; 06.3's worked answer (the highest
+    logit) does not name the token that 06.4 asks for."""
     cells = load(NB06)["cells"]
     sources = ["".join(c["source"]) for c in cells]
     at = lambda snippet: next(i for i, s_ in enumerate(sources) if snippet in s_)
@@ -581,5 +581,6 @@ def test_06_keeps_exercise_answers_below_their_questions():
     assert at('tw.exercise("06.1")') < at("## 4 Softmax")
     for trick in ("subtracts the largest", "subtract the row's largest", "largest logit m", "m + ln Σ"):
         assert all(trick not in s_ for s_ in sources[:at('tw.exercise("06.2")')]), trick
-    assert tw.EXERCISES["06.3"]["kind"] == "choice" and tw.EXERCISES["06.4"]["kind"] == "number"
-    assert "1.5" not in tw.exercises._now(tw.EXERCISES["06.3"]["solution"])
+    assert tw.EXERCISES["06.3"]["kind"] == "number" and tw.EXERCISES["06.4"]["kind"] == "choice"
+    worked = tw.exercises._now(tw.EXERCISES["06.3"]["solution"])
+    assert not any(name in worked for name in tw.TOKENS if name.startswith("␣")), worked

@@ -188,6 +188,20 @@ def check_shift(box, c):
                                      f"largest change of any p: {tw.fmt(np.abs(p - tm.softmax(Z0)).max())}")
 
 
+@pytest.mark.parametrize("make", [tw.logit_playground, tw.logit_shift])
+def test_the_logit_axis_fits_the_logits_and_widens_and_narrows_with_them(make):
+    """The model's logits reach 2.5: the axis starts at ±4, not ±10, and moves in steps of 4 so
+    that every bar stays inside with room above it, for a typed 9, -1000, and back to 0."""
+    box = make()
+    ax, typed = box.charts["z"].ax, find(box, widgets.Text)[0]
+    assert ax.get_ylim() == (-4, 4)
+    for value, limit in [("9", 12), ("-1000", 1004), ("0", 4)]:
+        typed.value = value
+        heights = np.abs(shown(box.charts["z"]))
+        assert ax.get_ylim() == (-limit, limit), value
+        assert heights.max() + 0.5 <= limit and (limit == 4 or heights.max() + 0.5 > limit - 4)
+
+
 def test_logit_shift_moves_logits_not_p_and_keeps_an_exact_c():
     box = tw.logit_shift()
     line, area = parts(box)

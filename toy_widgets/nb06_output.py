@@ -71,9 +71,20 @@ def _tied_z():
     return PARAMS["wte"] @ _H6
 
 
-choice_exercise(
+number_exercise(
     "06.3", "Score the vocabulary with tied weights, by hand. With W_U = Eᵀ and no final norm, the "
-            "logit of token j for h = [1, 0, 1, 0] is h · E[j]. Which token gets the highest logit?",
+            "logit of token j for h = [1, 0, 1, 0] is h · E[j]. What is the highest of the 12 logits?",
+    answer=lambda: _tied_z().max(), decimals=1,
+    hints=lambda: [(float((_H6 @ PARAMS["w_u"]).max()), "Several tokens score 1 (and 1 is the top if "
+                    "you used W_U's columns); look for a row with something on both d1 and d3."),
+                   (0.5, "Add both parts: the d1 entry and the d3 entry of the row.")],
+    solution=lambda: (
+        f"{fmt(_tied_z().max(), 1)}: the logit of each token is \"d1 + d3\" of its row of E, and the "
+        "largest such sum comes from the one row with something positive on both d1 and d3. Which "
+        "token's row that is, the next question asks."))
+
+choice_exercise(
+    "06.4", "With the same tied weights and h = [1, 0, 1, 0]: which token gets the highest logit?",
     options=["␣the", "␣cat", "␣climb", "␣floor", "."], answer=lambda: TOKENS[int(_tied_z().argmax())],
     hints={".": "'.' wins with the columns of W_U; with tied weights, use the rows of E.",
            "␣the": "␣the's embedding lies on d4 only, which h ignores: it scores 0.",
@@ -81,22 +92,12 @@ choice_exercise(
            "␣climb": "␣climb scores 1 (d3 only); another token also has something on d1.",
            "␣floor": "Add d1 and d3 of each row once more."},
     solution=lambda: (
-        f"`{token_name(int(_tied_z().argmax()))}`: of all the rows of E, only its row has something "
-        "positive on both d1 and d3, the two dimensions h picks out. With tied weights, a logit just "
-        "measures how much h looks like each token's embedding. With the toy's own W_U, "
-        f"`{token_name(int((_H6 @ PARAMS['w_u']).argmax()))}` would have come first instead."))
-
-number_exercise(
-    "06.4", "With the same tied weights and h = [1, 0, 1, 0]: what is that highest logit?",
-    answer=lambda: _tied_z().max(), decimals=1,
-    hints=lambda: [(float((_H6 @ PARAMS["w_u"]).max()), "Several tokens score 1 (and 1 is the top if "
-                    "you used W_U's columns); look for a row with something on both d1 and d3."),
-                   (0.5, "Add both parts: the d1 entry and the d3 entry of the row.")],
-    solution=lambda: (
-        f"{fmt(_tied_z().max(), 1)}, for `{token_name(int(_tied_z().argmax()))}`, whose embedding is "
-        f"{[float(v) for v in PARAMS['wte'][int(_tied_z().argmax())]]}: the logit of each token "
-        "is \"d1 + d3\" of its row of E. The 12 logits: "
-        + ", ".join(f"{token_name(t)} {fmt(z, 1)}" for t, z in zip(TOKENS, _tied_z(), strict=True)) + "."))
+        f"`{token_name(int(_tied_z().argmax()))}`, whose embedding "
+        f"{[float(v) for v in PARAMS['wte'][int(_tied_z().argmax())]]} gives {fmt(_tied_z().max(), 1)}. "
+        "With tied weights, a logit just measures how much h looks like each token's embedding. The 12 "
+        "logits: " + ", ".join(f"{token_name(t)} {fmt(z, 1)}" for t, z in zip(TOKENS, _tied_z(), strict=True))
+        + f". With the toy's own W_U, `{token_name(int((_H6 @ PARAMS['w_u']).argmax()))}` would have come "
+        "first instead."))
 
 def _tied_p():
     return softmax(_tied_z())
@@ -259,7 +260,7 @@ def _z_over_p(name, z, p, z_title, p_title, z_highlight):
     ax_z, ax_p = fig.subplots(2, 1, sharex=True)
     z_chart = BarChart(ax_z, z, None, ylabel="logit z", ymax=None, color=SKY, xlabel="")
     ax_z.axhline(0, color=GREY, linewidth=0.8)
-    ax_z.set_ylim(-11, 11)
+    ax_z.set_ylim(*_logit_range(z))
     ax_z.tick_params(labelbottom=False)
     p_chart = BarChart(ax_p, p, None)
     z_chart.set(z, highlight=z_highlight)
@@ -267,6 +268,26 @@ def _z_over_p(name, z, p, z_title, p_title, z_highlight):
     freeze_layout(fig)
     live_artists(fig, [*z_chart.bars, *p_chart.bars, ax_z.title, ax_p.title])
     return fig, z_chart, p_chart
+
+
+def _logit_range(z):
+    """The logit axis: symmetric about 0, in steps of 4, wide enough for every logit with room
+    above the tallest bar (±4 for the model's logits, which reach 2.5)."""
+    half = 4 * max(1, int(np.ceil((np.abs(z).max() + 0.5) / 4)))
+    return -half, half
+
+
+def _fit_logit_axis(fig, ax_z, z):
+    """Widen or narrow the logit axis to _logit_range(z); True when it changed (the figure
+    is then laid out and drawn again whole: its tick labels change)."""
+    limits = _logit_range(z)
+    if limits == tuple(ax_z.get_ylim()):
+        return False
+    ax_z.set_ylim(*limits)
+    fig.set_layout_engine("constrained")        # wider tick labels (-1000): lay out again
+    freeze_layout(fig)
+    fig.canvas.draw_idle()
+    return True
 
 
 def set_titles(titles):
@@ -312,7 +333,8 @@ def logit_playground(text="the cat climbed the"):
         z_chart.set(state.z, highlight=j)
         chart.set(p, highlight=int(np.argmax(p)))
         set_titles({z_chart.ax: _z_title(text, state.z, j), chart.ax: _p_title(p)})
-        redraw(fig)
+        if not _fit_logit_axis(fig, z_chart.ax, state.z):
+            redraw(fig)
         say(line, f"logit of {token_name(j)}: {fmt(state.z[j])} · " + p_summary(p))
         state.set(slider, float(np.clip(state.z[j], slider.min, slider.max)))
 
@@ -374,8 +396,6 @@ def logit_shift(text="the cat climbed the"):
     top = int(np.argmax(z0))
     fig, z_chart, p_chart = _z_over_p("logit-shift", z0, p0, _shift_title(0.0), _shift_p_title(p0, p0),
                                       top)
-    ax_z = z_chart.ax
-    ax_z.set_ylim(-14, 14)
     slider = widgets.FloatSlider(value=0, min=-10, max=10, step=0.1, description="add c",
                                  continuous_update=True, readout=False)
     typed = widgets.Text(value="", placeholder="or type any c, then Enter",
@@ -390,13 +410,7 @@ def logit_shift(text="the cat climbed the"):
         z_chart.set(z, highlight=top)
         p_chart.set(p, highlight=int(np.argmax(p)))
         set_titles({z_chart.ax: _shift_title(c), p_chart.ax: _shift_p_title(p, p0)})
-        lo, hi = min(-14, z.min() - 1), max(14, z.max() + 1)
-        if (lo, hi) != ax_z.get_ylim():
-            ax_z.set_ylim(lo, hi)
-            fig.set_layout_engine("constrained")    # wider tick labels (-1000): lay out again
-            freeze_layout(fig)
-            fig.canvas.draw_idle()                  # the axis changes: draw it all
-        else:
+        if not _fit_logit_axis(fig, z_chart.ax, z):
             redraw(fig)
         state.set(slider, float(np.clip(c, slider.min, slider.max)))
         say(line, f"c = {plain(c)}: every logit moved by {plain(c)}; the largest change of "
