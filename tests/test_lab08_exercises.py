@@ -197,7 +197,7 @@ def test_prose_numbers_of_the_lab_are_the_computed_ones():
     assert tm.PARAMS["w_u"].size == n - tied == 48 and "W_U is 48 of the toy's weights" in text
     assert f"all the weights as one vector: {n} numbers for the toy, {n - tied} fewer when W_U is tied" in text
     pooled = cat + tt.next_token_counts(corpus, tm.encode("the dog climbed the"))
-    assert f"the blind predictor gives ␣roof {pooled[roof]}/{pooled.sum()}, the pooled count" in text
+    assert f"the blind predictor gives ␣roof the pooled share {pooled[roof]}/{pooled.sum()}, where" in text
     assert tt.next_token_counts(corpus, tm.encode("the dog climbed the"))[roof] == 0
     ids = tm.encode("the cat climbed the")
     _, grads = tt.loss_and_grads(ids, ids[1:] + [roof])
