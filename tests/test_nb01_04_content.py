@@ -523,7 +523,7 @@ def test_03_the_softmax_of_raw_scores_of_size_64_hardly_responds_to_a_nudge():
             w = e / e.sum(axis=1, keepdims=True)
             response[d, scaled] = 2 * w[:, 0] * (1 - w[:, 0])
             largest[d, scaled] = float(w.max(axis=1).mean())
-    flat = re.sub(r"\s+", " ", "\n".join(source(c) for c in section_with("03_qkv", "## Why divide by")
+    flat = re.sub(r"\s+", " ", "\n".join(source(c) for c in section_with("03_qkv", "## Going further: why the spread")
                                        if c["cell_type"] == "markdown"))
     med = {key: float(np.median(r)) for key, r in response.items()}
     share = {key: float(np.mean(r < 0.01)) for key, r in response.items()}
