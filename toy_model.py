@@ -21,8 +21,8 @@ it: each dimension of the last vector votes for a group of next tokens.
 
 Each token's embedding points at what usually follows it ("␣cat" at d1: a verb
 comes next); attention lets "␣the" at the end find "␣climb" and add "surface";
-the MLP makes the final adjustments. Everything is an integer except the 20
-numbers of the MLP's last layer, which were fitted by tools/fit_toy.py so that the
+the MLP makes the final adjustments. Every weight is an integer or a half except
+the 20 numbers of the MLP's last layer, which were fitted by tools/fit_toy.py so that the
 forward pass reproduces every figure of the course's Output page.
 
 The labs have modules of their own: toy_train.py (lab 08, the gradients by hand) and
@@ -74,11 +74,12 @@ def token_name(token):
 
 
 def encode(text):
-    """Text -> token ids, the way GPT-2 splits text (its rules, our tiny vocabulary).
+    """Text -> token ids, in two passes.
 
-    The text is first cut into words, each keeping its leading space (" cat"), and
-    "<|endoftext|>" is kept whole. Each word is then covered left to right by the
-    longest vocabulary token that fits: " climbed" -> " climb" + "ed".
+    The first pass cuts the text into words as GPT-2 does: each word keeps its leading
+    space (" cat"), and "<|endoftext|>" is kept whole. The second is the toy's own: each
+    word is covered left to right by the longest vocabulary token that fits (" climbed"
+    -> " climb" + "ed"), where GPT-2 replays its learned merges (lab 09).
     Raises ValueError naming the first part the vocabulary cannot cover.
     """
     if not isinstance(text, str):
