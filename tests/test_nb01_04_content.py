@@ -6,7 +6,9 @@ and the write-it-yourself exercise 04.5 (split into heads, attend, concatenate).
 - 04: the mask-off state of both heads in a stored figure; hiding the future before the
   softmax is the same as zeroing after it and renormalising, and zeroing alone leaves rows
   that do not add up to 1, or nan where the kept weight underflows; one head of size 4
-  compromises between the two questions on row 4 and lowers p(␣roof);
+  compromises between the two questions on row 4, and the prose says what merging the heads
+  does to each position and to the mean loss (better on the whole, in this toy), in Going
+  further; head 1 makes `ed` lose "surface"; the unrounded output behind 1.989;
 - 04.5 is checked against the model's own multi-head attention, which an independent
   reshape-and-softmax version agrees with; typical mistakes get their sentences;
 - 01-04: the full stop token is never a bare dot in a sentence; the tokenizer says when the
@@ -134,11 +136,12 @@ def test_04_minus_infinity_before_the_softmax_is_zeroing_after_it_and_renormalis
     assert np.all(sums[:-1] < 1 - 1e-3) and np.isclose(sums[-1], 1), "only the last row adds up to 1"
 
 
-def test_04_one_head_of_size_4_compromises_on_row_4_and_lowers_p_roof():
+def test_04_one_head_of_size_4_compromises_on_row_4_and_the_prose_says_what_it_costs():
     """One head of size 4 with the same columns, by hand (its own softmax): its score is the
     two heads' scores added, over √4; on row 4 it answers neither head's question, on row 5 it
-    follows head 1; the model run with n_head=1 attends the same way, and the prose quotes
-    what it gives ␣roof next to the two heads' figure."""
+    follows head 1; the model run with n_head=1 attends the same way. The prose, in Going
+    further, quotes p(next token) at positions 4 and 5 and the mean loss both ways, each
+    recomputed here as -ln p, and says which way each went."""
     r = tm.run(TEXT)
     n = len(r["tokens"])
     h1, h2 = r["heads"]
@@ -156,17 +159,54 @@ def test_04_one_head_of_size_4_compromises_on_row_4_and_lowers_p_roof():
     np.testing.assert_allclose(merged["attn"], one @ r["v"] @ tm.PARAMS["blocks"][0]["attn"]["c_proj"]["w"],
                                atol=1e-12)
     f = tw.fmt
-    prose = re.sub(r"\s+", " ", "\n".join(source(c) for c in section_with("04_mask_and_heads", "one big one")
-                                         if c["cell_type"] == "markdown"))
+    section = section_with("04_mask_and_heads", "one big one")
+    assert source(section[0]).startswith("## Going further")
+    prose = re.sub(r"\s+", " ", "\n".join(source(c) for c in section if c["cell_type"] == "markdown"))
     assert (f"({f(h1['weights'][3, 0])}, {f(h1['weights'][3, 1])}, {f(h1['weights'][3, 3])}); head 2 puts "
             f"{f(h2['weights'][3, climb])} on `␣climb`. The one big head gives {f(one[3, climb])} to "
             f"`␣climb` and {f(one[3, the])} to `the`") in prose
     assert (f"the big head follows the louder question, {f(one[4, climb])} on `␣climb` as head 1 does; "
             f"head 2's spread, {f(h2['weights'][4, 4])}") in prose
-    roof = tm.VOCAB.index(" roof")
-    assert f"gives `␣roof` {f(merged['p'][-1, roof])} instead of {f(r['p'][-1, roof])}" in prose
-    assert merged["p"][-1, roof] < r["p"][-1, roof]
+    ids = tm.encode(TEXT + " roof")
+    targets = ids[1:]
+    p_two = r["p"][np.arange(n), targets]
+    p_one = merged["p"][np.arange(n), targets]
+    loss_two, loss_one = -np.log(p_two).mean(), -np.log(p_one).mean()
+    assert p_one[3] > p_two[3] and p_one[4] < p_two[4] and loss_one < loss_two
+    assert (f"predicts *better* at position 4 ({f(p_one[3])} for `␣the` against {f(p_two[3])}) and "
+            f"worse at position 5 ({f(p_one[4])} for `␣roof` against {f(p_two[4])}), and its mean loss "
+            f"is a little lower: {f(loss_one)} nats against {f(loss_two)}") in prose
+    assert "the toy cannot show two heads beating one" in prose
+    printed = outputs_after("04_mask_and_heads", "Does the compromise cost")
+    assert f"mean loss: two heads {f(loss_two)} · one head {f(loss_one)} nats" in printed
     assert tm.PARAMS["blocks"][0]["attn"]["c_attn"]["w"].shape == (4, 12)   # the same weights either way
+
+
+def test_04_head_1_makes_ed_lose_surface_and_the_prose_follows_it_key_by_key():
+    """Head 1's row 4, by hand: a little weight on ␣climb (value 1), more on ed itself (its
+    negative ending), so a negative output that W_O doubles onto "surface"."""
+    q, weights, out = heads_by_hand()[0]
+    ln1 = tm.run(TEXT)["ln1"]
+    wo = tm.PARAMS["blocks"][0]["attn"]["c_proj"]["w"]
+    assert out[3, 0] < 0 and wo[0, 1] == 2
+    f = tw.fmt
+    prose = re.sub(r"\s+", " ", "\n".join(source(c) for c in cells("04_mask_and_heads")
+                                          if c["cell_type"] == "markdown")).replace("−", "-")
+    assert f'`ed` *loses* "surface", -{f(-out[3, 0] * wo[0, 1])}' in prose
+    assert (f"gets only {f(weights[3, 2])} of the weight, while `ed` gives {f(weights[3, 3])} to itself, "
+            f"whose value is -{f(-ln1[3, 2])}. The sum is negative, -{f(-out[3, 0])}, and W_O doubles it: "
+            f"-{f(-out[3, 0] * wo[0, 1])}") in prose
+    printed = outputs_after("04_mask_and_heads", "Row 4 of head 1, key by key")
+    assert f"head 1's output for ed: -{f(-out[3, 0])} · times 2 on surface: -{f(-out[3, 0] * 2)}" in printed
+
+
+def test_04_the_output_behind_1_989_is_printed_to_4_decimals():
+    out = heads_by_hand()[0][2][4, 0]
+    assert f"{out:.4f}" != f"{round(out, 3) :.4f}" and f"{2 * round(out, 3):.3f}" != f"{2 * out:.3f}"
+    prose = re.sub(r"\s+", " ", "\n".join(source(c) for c in cells("04_mask_and_heads")
+                                          if c["cell_type"] == "markdown"))
+    assert f"(its output, {out:.4f} to four decimals, times 2)" in prose
+    assert f"to 4 decimals: {out:.4f}" in outputs_after("04_mask_and_heads", "## What the last row gains")
 
 
 def test_04_the_changed_column_of_04_3_is_named_on_the_page_and_in_the_question():

@@ -154,8 +154,8 @@ def _block(m, h, n_head):
 code_exercise(
     "04.5", "Write `split_and_concat(q, k, v, n_head)`: q, k and v are n × d, every head's columns "
             "side by side, as `c_attn` gives them. Split each into n_head blocks of d / n_head "
-            "neighbouring columns, run `tm.attention` on each head's three blocks, and place the "
-            "heads' outputs side by side again: n × d.",
+            "neighbouring columns, run `tm.attention(q, k, v)` on each head's three blocks (its "
+            "mask is on by default), and place the heads' outputs side by side again: n × d.",
     reference=_heads_of_model,
     cases=lambda: [(f'the toy\'s q, k, v for "{EXAMPLE_TEXT}", 2 heads', (*_qkv_of(), 2)),
                    ("random q, k, v of 6 × 6, 3 heads", (*_random_qkv(6, 6, 0), 3)),
