@@ -260,3 +260,61 @@ def test_token_texts_takes_a_decode_function_as_well_as_a_loaded_model(tmp_path)
         "the", "␣cat", "␣climb", "ed", "␣the"]
     with pytest.raises(ValueError, match="or a decode function"):
         tg.token_texts("decode", ids)
+
+
+def test_the_stored_timings_show_what_the_prose_says_of_them():
+    """The times vary from machine to machine: only the relations the prose states are
+    checked, loosely. One position takes less than 4, 32 far less than 8 times 4, and the
+    cached row is about the 32-position pass plus two one-position steps."""
+    import re
+    cells, _ = stored_outputs()
+    cell = next(c for c in cells if "measured" in c.get("metadata", {}).get("tags", []))
+    table = "".join("".join(o.get("text", [])) for o in cell["outputs"])
+    ms = {label.strip(): int(t.replace(",", ""))
+          for label, t in re.findall(r"^(.*?)\s{2,}([\d,]+) ms", table, flags=re.M)}
+    one, four, many = (ms[f"one forward pass, {n}"] for n in
+                       ["1 position", "4 positions", "32 positions"])
+    cached = ms["3 new tokens after 32, with the KV cache"]
+    assert one < four < many < 8 * four / 2
+    assert 0.6 < cached / (many + 2 * one) < 1.5
+    _, prose = lab_prose()
+    assert "one position, the size of a cached step, takes less still" in prose
+    assert "the cached row is about the 32-position pass plus two of them" in prose
+    assert "the step costs about one read of the weights" not in prose
+
+
+def test_the_lab_gives_the_documented_reason_for_a_leading_endoftext():
+    _, prose = lab_prose()
+    assert "GPT-2 was trained on documents separated by that token" not in prose
+    assert "TransformerLens does by default (its setting `default_prepend_bos`)" in prose
+    assert "here the loss starts at the second token" in prose
+
+
+def test_the_stored_cases_show_the_tokens_the_prose_names():
+    """␣2019 is one token, ␣1000000 is ␣100 + 0000, and no merge joins two spaces."""
+    _, outputs = stored_outputs()
+    table = next(t for t in outputs if "a rare word" in t)
+    rows = {line.split("  ")[0].strip(): line.split("  ")[-1].strip() for line in table.splitlines()}
+    assert rows["a year"] == "Ġ2019" and rows["a million"] == "Ġ100 0000"
+    assert rows["leading spaces"] == "Ġ Ġ Ġthe"
+    assert table.rstrip().endswith("a merge of Ġ with Ġ among the 50,000: False")
+    _, prose = lab_prose()
+    assert "␣2019 is one, while ␣1000000 becomes ␣100 + 0000" in prose
+
+
+def test_running_the_loading_cell_again_leaves_no_folder_behind(tmp_path, monkeypatch):
+    """Without GPT-2's files the cell saves the toy into a temporary folder; a second run
+    removes the first run's folder (and the kernel's exit removes the last)."""
+    import tempfile
+    monkeypatch.delenv("GPT2_DIR", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    cells, _ = stored_outputs()
+    source = next("".join(c["source"]) for c in cells
+                  if c["cell_type"] == "code" and "tg.find_gpt2(" in "".join(c["source"]))
+    names = {"tg": tg, "tempfile": tempfile, "GPT2_FOLDER": ""}
+    exec(source, names)
+    first = names["folder"]
+    assert (first / "model.safetensors").is_file()
+    exec(source, names)
+    assert not first.exists() and (names["folder"] / "model.safetensors").is_file()
+    assert list(tmp_path.iterdir()) == [names["folder"]]

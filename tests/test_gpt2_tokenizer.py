@@ -99,7 +99,8 @@ def test_every_text_of_the_lab_gives_tokenizers_ids(gpt2, reference):
     tokenizes: those of its tables, the pattern's example, the corpus it learns merges from."""
     encode, decode, _, _ = gpt2
     texts = lab_texts()
-    for case in [" 1234567", " 日本語", "   the", " 🙂", "the cat's 2 hats  climbed\tthe roof!"]:
+    for case in [" 1234567", " 2019", " 1000000", " 日本語", "   the", " 🙂",
+                 "the cat's 2 hats  climbed\tthe roof!"]:
         assert case in texts                       # the reader of the lab's code finds them
     for text in texts + [CORPUS]:
         ids = encode(text)
@@ -203,6 +204,35 @@ def test_a_cut_character_decodes_to_the_replacement_mark(gpt2):
     encode, decode, _, _ = gpt2
     ids = encode("🙂")
     assert len(ids) == 2 and decode(ids[:1]) == "�"
+
+
+def test_the_lab_says_where_the_50257_tokens_come_from(gpt2):
+    """256 single bytes, one token per merge, and <|endoftext|>, kept whole by encode."""
+    encode, _, vocab, merges = gpt2
+    singles = [t for t in vocab if len(t) == 1]
+    made = {a + b for a, b in merges}
+    assert len(singles) == 256 and len(merges) == 50000 and len(made) == 50000
+    assert set(vocab) == set(singles) | made | {"<|endoftext|>"}
+    assert encode("a<|endoftext|>b") == encode("a") + [50256] + encode("b")
+
+
+def test_the_printed_pattern_is_gpt2s_and_spaces_never_merge(gpt2):
+    """The lab prints the pattern and says a run of spaces costs one token per space: GPT-2
+    learned no merge of Ġ with Ġ, and no token holds two spaces."""
+    encode, _, vocab, merges = gpt2
+    pytest.importorskip("regex")        # without it, WORDS is the browser edition's stand-in
+    assert tg.WORDS.pattern == r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+    assert ("Ġ", "Ġ") not in merges and not any("ĠĠ" in t for t in vocab)
+    assert encode("     x") == [220] * 4 + encode(" x")
+
+
+def test_the_second_half_of_a_cut_emoji_gives_a_mark_per_byte(gpt2):
+    """The lab: the first half (F0 9F) starts a character and gives one mark; the second
+    (99 82) can only continue one, and gives one mark for each byte."""
+    encode, decode, _, _ = gpt2
+    ids = encode("🙂")
+    assert [decode([i]) for i in ids] == ["\ufffd", "\ufffd\ufffd"]
+    assert bytes([0xF0, 0x9F]).decode("utf-8", "replace") == "\ufffd"
 
 
 # --- How merges are learned ------------------------------------------------------------
