@@ -228,6 +228,21 @@ def test_an_answer_from_the_printed_rounded_inputs_is_right_too():
     assert "97.1" not in tw.EXERCISES
 
 
+def test_06_6_accepts_the_loss_from_06_5s_rounded_p_and_says_so():
+    """06.5's answer is p to 3 decimals; −ln of that rounded p is 1.749, of the unrounded p
+    1.751 (computed here from E's rows by hand): both right, and the worked answer says why."""
+    z = np.asarray(tm.PARAMS["wte"]) @ np.array([1.0, 0.0, 1.0, 0.0])
+    floor = tm.VOCAB.index(" floor")
+    p = np.exp(z[floor]) / np.exp(z).sum()
+    exact, carried = tw.fmt(-np.log(p)), tw.fmt(-np.log(round(float(p), 3)))
+    assert (exact, carried) == ("1.751", "1.749")
+    for typed_text in (exact, carried):
+        assert tw.exercise("06.6").try_answer(typed_text) == f"Right: {exact}."
+    assert not tw.exercise("06.6").try_answer("1.747").startswith("Right")
+    worked = tw.exercises._now(tw.EXERCISES["06.6"]["solution"])
+    assert f"−ln {tw.fmt(p)} = {carried}" in worked and f"−ln {tw.fmt(p)} = {exact}" not in worked
+
+
 def test_the_fraction_example_is_no_exercise_s_answer():
     """The note under a question that takes a fraction names an example, never an answer."""
     example = re.search(r"a fraction such as (\d+/\d+)", tw.exercises._precision(
@@ -468,3 +483,18 @@ def test_no_answer_is_on_a_stored_page(path):
                 assert not re.search(rf"(?<![\d.]){re.escape(mark)}0*(?![\d])", text), (key, mark)
             else:
                 assert mark not in text, (key, mark)
+
+
+def test_07_2_from_the_printed_p_column_ends_at_the_same_answer():
+    """07.2's worked answer squares p(␣wall) to 4 decimals and says the printed 3-decimal column
+    ends at the same 0.097: checked here from the softmax written out."""
+    z = tm.forward(tm.encode("the cat climbed the"))[-1]
+    p = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+    wall = tm.VOCAB.index(" wall")
+    exact = tw.fmt(p[wall] ** 2 / (p ** 2).sum())
+    printed = np.round(p, 3)
+    assert tw.fmt(printed[wall] ** 2 / (printed ** 2).sum()) == exact == "0.097"
+    assert tw.fmt(printed[wall] ** 2 / (p ** 2).sum()) == exact
+    worked = tw.exercises._now(tw.EXERCISES["07.2"]["solution"])
+    assert f"{p[wall]:.4f}² = {p[wall] ** 2:.4f}" in worked
+    assert f"{p[wall]:.3f}² = " not in worked

@@ -133,8 +133,15 @@ number_exercise(
     hints=lambda: [(float(-np.log10(_tied_p()[_FLOOR])), "Use the natural log, ln, not log base 10."),
                    (float(-np.log2(_tied_p()[_FLOOR])), "That is in bits (log base 2); the loss is in nats (ln)."),
                    (float(_tied_p()[_FLOOR]), "That is p itself; the loss is −ln p.")],
+    tolerance=0.002,          # carrying 06.5's rounded p, 0.174, gives 1.749
     solution=lambda: (
-        f"−ln {fmt(_tied_p()[_FLOOR])} = {fmt(-np.log(_tied_p()[_FLOOR]))} nats. Even a right guess costs "
+        f"{fmt(-np.log(_tied_p()[_FLOOR]))} nats. With no rounding on the way, straight from the logits "
+        f"(section 5's log-sum-exp): ln Σ e^z − z(␣floor) = {fmt(np.log(np.exp(_tied_z()).sum()))} − "
+        f"{fmt(_tied_z()[_FLOOR], 1)} = {fmt(-np.log(_tied_p()[_FLOOR]))}; through p unrounded, "
+        f"−ln {fmt(_tied_p()[_FLOOR], 5)} gives the same. Carrying the last answer's rounded "
+        f"{fmt(_tied_p()[_FLOOR])} gives −ln {fmt(_tied_p()[_FLOOR])} = "
+        f"{fmt(-np.log(round(float(_tied_p()[_FLOOR]), 3)))}: the rounding of p moves the last decimal, and "
+        "both count as right.\n\nEven a right guess costs "
         f"this much, more than the toy's mean loss of {fmt(_mean_loss())} "
         "on its own sentence: small gaps between logits make a flat p, and a flat p makes a high loss, "
         "however the gaps come about."))

@@ -58,7 +58,8 @@ number_exercise(
                    (_p07()[_WALL_P] ** 2, "Squaring is half of it: divide by the sum of all twelve squares, "
                     "so that the new p add up to 1 again.")],
     solution=lambda: (lambda p: (
-        f"{fmt(_p07(0.5)[_WALL_P])}. Squared, ␣wall's p is {fmt(p[_WALL_P])}² = {fmt(p[_WALL_P] ** 2, 4)}; "
+        f"{fmt(_p07(0.5)[_WALL_P])}. Squared, ␣wall's p is {fmt(p[_WALL_P], 4)}² = {fmt(p[_WALL_P] ** 2, 4)} "
+        f"(from the printed {fmt(p[_WALL_P])}, {fmt(round(float(p[_WALL_P]), 3) ** 2, 4)}, which ends at the same answer); "
         f"the twelve squares add up to {fmt((p ** 2).sum(), 4)}, and {fmt(p[_WALL_P] ** 2, 4)} / "
         f"{fmt((p ** 2).sum(), 4)} = {fmt(_p07(0.5)[_WALL_P])}. ␣roof's share grows from "
         f"{fmt(p[_ROOF_P])} to {fmt(_p07(0.5)[_ROOF_P])}: squaring favours the large p, which is what a "
