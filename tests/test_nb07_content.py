@@ -6,6 +6,7 @@ content: the stepper's first draw, the temperature picture's legend, the crop an
 cache as the prose tells them, the worked answer of 07.5 and the sampling-loop exercise.
 """
 import html
+import inspect
 import json
 import re
 from pathlib import Path
@@ -430,3 +431,50 @@ def test_the_cache_claims_say_what_it_saves_and_both_reasons_a_crop_breaks_it():
     assert "runs the model's weight matrices on 1 position instead of n" in text_
     assert "from block 2 on, each kept key and value was computed with the dropped tokens in view" in text_
     assert "T (here T is a temperature; in code about training, T often stands for a sequence's length)" in text_
+
+
+# --- what a fresh reader can check on the page --------------------------------------------
+
+def test_the_cached_step_knows_its_position_from_the_cache():
+    """forward with a cache of 5 positions puts the new token at position 6: its row equals
+    the full run's sixth row, and differs from the same token read at another position."""
+    ids, cache = tm.encode("the cat climbed the roof"), []
+    tm.forward(ids[:-1], cache=cache)
+    row = tm.forward(ids[-1:], cache=cache)[-1]
+    assert np.allclose(row, tm.forward(ids)[5])
+    assert not np.allclose(row, tm.forward(ids[-1:])[0])
+    text_ = re.sub(r"\s+", " ", prose())
+    assert ("How does `forward` know that ␣roof is the sixth token, so that it adds position 6's row of "
+            "the position table? From the cache: it already holds 5 positions") in text_
+
+
+def test_no_greedy_call_names_the_temperature_before_check_yourself_1_is_asked():
+    """Before the prediction 07.1 (temperature toward 0), no cell shows temperature=0 as greedy."""
+    asked = next(i for i, c in enumerate(CELLS) if source(c).strip() == 'tw.exercise("07.1")')
+    assert not any("temperature=0" in source(c) or "temperature 0" in source(c) for c in CELLS[:asked])
+    assert tm.generate("the cat climbed the")[0]["next"] == tm.VOCAB.index(" roof")
+    assert inspect.signature(tm.generate).parameters["temperature"].default == 0
+
+
+def test_07_5_asks_only_what_its_checker_checks():
+    cell = next(source(c) for c in CELLS if source(c).startswith("### 5. How long is the greedy answer?"))
+    assert "why does it stop" not in cell.lower()
+
+
+def test_the_toys_positions_are_said_to_be_set_by_hand():
+    text_ = re.sub(r"\s+", " ", prose())
+    assert "GPT-2 and the toy learn one embedding per position" not in text_
+    assert "GPT-2 learned its own; the toy's were set by hand" in text_
+
+
+def test_the_closing_links_name_every_lab_of_the_map():
+    first, last = source(CELLS[0]), source(CELLS[-1])
+    labs = re.findall(r"\[(Lab: [^\]]+)\]\((\d\d_\w+\.ipynb)\)", first)
+    assert len(labs) == 3
+    assert all(f"[{name}]({path})" in last for name, path in labs)
+    assert "Three labs follow" in last
+
+
+def test_the_temperature_picture_draws_its_ticks_as_token_bars_does():
+    (cell,) = [s for s in code_cells() if "at three temperatures" in s]
+    assert "tw.token_bars(" in cell and "set_xticks" not in cell
