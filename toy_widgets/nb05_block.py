@@ -73,27 +73,28 @@ def _gelu_min():
 
 
 def _gelu_options():
-    up, down = float(_model.gelu(10.0)), float(_model.gelu(-10.0))
-    return [f"GELU(10) = 1.000, GELU(−10) = {fmt(down)}", f"GELU(10) = {fmt(up)}, GELU(−10) = {fmt(down)}",
-            f"GELU(10) = {fmt(up)}, GELU(−10) = -10.000",
-            f"GELU(10) = {fmt(up)}, GELU(−10) = {fmt(_gelu_min())}"]
+    low, at = _gelu_min(), float(_model.gelu(-2.0))
+    return [f"GELU(−2) = {fmt(0.0)}, as for ReLU", f"GELU(−2) = {fmt(at)}, a little below 0",
+            f"GELU(−2) = {fmt(low)}, GELU's lowest value", f"GELU(−2) = {fmt(-2.0)}, the input passed on"]
 
 
 choice_exercise(
-    "05.3", "GELU far from 0. Without computing, use the plot and where its two ends are heading: "
-            "what are GELU(10) and GELU(−10)?",
+    "05.3", "GELU at −2. Without computing, use the plot of GELU beside ReLU and the values printed "
+            "under it: which of the four is GELU(−2)?",
     options=_gelu_options, answer=lambda: _gelu_options()[1],
     hints=lambda: {
-        _gelu_options()[0]: "You may be thinking of tanh or the sigmoid, which level off at 1; GELU "
-                            "is u times a number between 0 and 1, and far above 0 that number is 1.",
-        _gelu_options()[2]: "That is the identity, which GELU is only far above 0; far below 0 it "
-                            "fades to 0, like ReLU.",
-        _gelu_options()[3]: "That is GELU's lowest value, reached near u = −0.75; further left it "
-                            "rises back to 0."},
-    solution="GELU(10) = 10 and GELU(−10) = 0, to 3 decimals. GELU(u) is u times a number between "
-             "0 and 1 that goes smoothly from 0 far to the left to 1 far to the right: at u = 10 it "
-             "is 1, so the unit passes its input on, as ReLU does; at u = −10 it is practically 0, "
-             "and so is GELU. Only in between, around u = −0.75, does GELU dip below zero.")
+        _gelu_options()[0]: "That is ReLU's value. GELU is u times a number between 0 and 1 that is "
+                            "never exactly 0: for negative u, GELU stays a little below zero and only "
+                            "fades towards 0.",
+        _gelu_options()[2]: "GELU reaches its lowest value near u = −0.75; further left it rises back "
+                            "towards 0. Compare the values printed for u = −1 and u = −3.",
+        _gelu_options()[3]: "GELU passes its input on only well above 0; below 0 it stops it, "
+                            "like ReLU, but softly."},
+    solution=lambda: (
+        f"GELU(−2) = {fmt(float(_model.gelu(-2.0)))}, a little below 0. GELU dips to its lowest value, "
+        f"{fmt(_gelu_min())}, near u = −0.75, then fades back towards 0: it is "
+        f"{fmt(float(_model.gelu(-1.0)))} at u = −1 and {fmt(float(_model.gelu(-3.0)))} at u = −3, so at "
+        "u = −2 it lies between the two, already close to 0, but not 0 as ReLU's is."))
 
 _DOG = "the dog climbed the"
 
@@ -103,8 +104,9 @@ def _dog_off():
 
 
 choice_exercise(
-    "05.4", f"Attention off, another subject. With attention off, {EXAMPLE_TEXT} is followed most likely by "
-            f"␣cat. Now take the text {_DOG}, attention off (MLP on). Which token is most likely next?",
+    "05.4", f"Attention off, another subject. With attention off, \"{EXAMPLE_TEXT}\" is followed most "
+            f"likely by ␣cat. Now take the text \"{_DOG}\", attention off (MLP on). Which token is most "
+            "likely next?",
     options=["␣roof", "␣cat", "␣dog", "␣the"], answer=lambda: TOKENS[int(np.argmax(_dog_off()))],
     hints={"␣roof": "That needs 'climbed', and without attention the last row cannot see it.",
            "␣dog": "Without attention, can the last row see that the text mentions a dog?",
