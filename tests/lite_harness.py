@@ -125,21 +125,26 @@ def kernel_ready(page, path: str, timeout: float = KERNEL_READY_TIMEOUT) -> None
     'idle' while Pyodide is still starting, and a Run All sent then can run nothing."""
     page.evaluate(
         """async ([path, ms]) => {
-             const panel = window.__harness.panel(path);
-             await panel.sessionContext.ready;
-             const deadline = performance.now() + ms;
-             while (!panel.sessionContext.session || !panel.sessionContext.session.kernel) {
-               if (performance.now() > deadline) throw new Error('no kernel for ' + path);
-               await new Promise(r => setTimeout(r, 100));
-             }
-             const kernel = panel.sessionContext.session.kernel;
-             // No import statement here: the kernel would load a package it names first.
-             const code = 'import importlib.util as u\\n' +
-                          'assert u.find_spec("ipympl") and u.find_spec("toy_model"), "not preloaded"';
-             const reply = await kernel.requestExecute(
-               {code, silent: true, store_history: false}).done;
-             if (reply.content.status !== 'ok') {
-               throw new Error('ipympl and toy_model are not importable before any cell runs: ' +
-                               reply.content.ename + ': ' + reply.content.evalue);
-             }
+             const live = (async () => {
+               const panel = window.__harness.panel(path);
+               await panel.sessionContext.ready;
+               while (!panel.sessionContext.session || !panel.sessionContext.session.kernel) {
+                 await new Promise(r => setTimeout(r, 100));
+               }
+               const kernel = panel.sessionContext.session.kernel;
+               // No import statement here: the kernel would load a package it names first.
+               const code = 'import importlib.util as u\\n' +
+                            'assert u.find_spec("ipympl") and u.find_spec("toy_model"), "not preloaded"';
+               const reply = await kernel.requestExecute(
+                 {code, silent: true, store_history: false}).done;
+               if (reply.content.status !== 'ok') {
+                 throw new Error('ipympl and toy_model are not importable before any cell runs: ' +
+                                 reply.content.ename + ': ' + reply.content.evalue);
+               }
+             })();
+             // A kernel that never starts (Pyodide or a package that cannot load) must fail
+             // the visit, not hang it: every wait above is bounded by this one.
+             const late = new Promise((_, reject) => setTimeout(() => reject(new Error(
+               'no live kernel for ' + path + ' after ' + ms / 1000 + ' s')), ms));
+             await Promise.race([live, late]);
            }""", [path, timeout * 1000])
