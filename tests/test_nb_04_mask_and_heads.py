@@ -1,7 +1,12 @@
-"""Notebook 04 (mask and two heads): the mask/heads widget, without a browser, and the numbers."""
+"""Notebook 04 (mask and two heads): the mask/heads widget, without a browser, and the numbers;
+the prose on head 1's part in row 4 and the 4-decimal output behind 1.989, recomputed by hand."""
 
 
 
+
+import json
+import re
+from pathlib import Path
 
 import ipywidgets as widgets
 import numpy as np
@@ -9,7 +14,7 @@ import pytest
 
 import toy_model as tm
 import toy_widgets as tw
-from widget_tools import figure_of, find, open_weights_by_hand
+from widget_tools import figure_of, find, heads_by_hand, open_weights_by_hand
 
 
 
@@ -127,3 +132,56 @@ def test_04_2_taking_the_mask_away_shrinks_every_old_weight_by_one_factor():
             assert factor[0] < 1
     assert tw.exercise("04.2").try_answer("every one goes down, all by the same factor").startswith("Right")
     assert not tw.exercise("04.2").try_answer("they stay the same").startswith("Right")
+
+
+# --- the page's prose: head 1's part in row 4, the output behind 1.989 ----------------------
+
+NB04 = Path(__file__).resolve().parents[1] / "notebooks" / "04_mask_and_heads.ipynb"
+TEXT = "the cat climbed the"
+
+
+def cells(name="04_mask_and_heads"):
+    return json.loads(NB04.read_text(encoding="utf-8"))["cells"]
+
+
+def source(cell):
+    return "".join(cell["source"])
+
+
+def outputs_after(name, words):
+    """The printed text of the code cells that follow the markdown cell containing words."""
+    cs = cells(name)
+    i = next(k for k, c in enumerate(cs) if c["cell_type"] == "markdown" and words in source(c))
+    text = []
+    for c in cs[i + 1:]:
+        if c["cell_type"] == "markdown":
+            break
+        text += ["".join(o.get("text", "")) for o in c.get("outputs", [])]
+    return "".join(text)
+
+
+def test_04_head_1_makes_ed_lose_surface_and_the_prose_follows_it_key_by_key():
+    """Head 1's row 4, by hand: a little weight on ␣climb (value 1), more on ed itself (its
+    negative ending), so a negative output that W_O doubles onto "surface"."""
+    q, weights, out = heads_by_hand(TEXT)[0]
+    ln1 = tm.run(TEXT)["ln1"]
+    wo = tm.PARAMS["blocks"][0]["attn"]["c_proj"]["w"]
+    assert out[3, 0] < 0 and wo[0, 1] == 2
+    f = tw.fmt
+    prose = re.sub(r"\s+", " ", "\n".join(source(c) for c in cells("04_mask_and_heads")
+                                          if c["cell_type"] == "markdown")).replace("−", "-")
+    assert f'`ed` *loses* "surface", -{f(-out[3, 0] * wo[0, 1])}' in prose
+    assert (f"gets only {f(weights[3, 2])} of the weight, while `ed` gives {f(weights[3, 3])} to itself, "
+            f"whose value is -{f(-ln1[3, 2])}. The sum is negative, -{f(-out[3, 0])}, and W_O doubles it: "
+            f"-{f(-out[3, 0] * wo[0, 1])}") in prose
+    printed = outputs_after("04_mask_and_heads", "Row 4 of head 1, key by key")
+    assert f"head 1's output for ed: -{f(-out[3, 0])} · times 2 on surface: -{f(-out[3, 0] * 2)}" in printed
+
+
+def test_04_the_output_behind_1_989_is_printed_to_4_decimals():
+    out = heads_by_hand(TEXT)[0][2][4, 0]
+    assert f"{out:.4f}" != f"{round(out, 3) :.4f}" and f"{2 * round(out, 3):.3f}" != f"{2 * out:.3f}"
+    prose = re.sub(r"\s+", " ", "\n".join(source(c) for c in cells("04_mask_and_heads")
+                                          if c["cell_type"] == "markdown"))
+    assert f"(its output, {out:.4f} to four decimals, times 2)" in prose
+    assert f"to 4 decimals: {out:.4f}" in outputs_after("04_mask_and_heads", "## What the last row gains")
