@@ -31,8 +31,7 @@ choice_exercise(
     answer=lambda: str(encode("the roof")),
     hints={"[1, 6]": "The text starts with 'the', with no space in front: that is not ␣the.",
            "[0, 1, 6]": "The space belongs to the word after it: ' roof' is one token.",
-           "[6]": "'the' is a token too: the tokenizer drops nothing.",
-           "[0, 6]": "Count again from the vocabulary table: ids start at 0."},
+           "[6]": "'the' is a token too: the tokenizer drops nothing."},
     solution=lambda: (f"`{encode('the roof')}`: `the` (no space in front, id {VOCAB.index('the')}) and "
                       f"`␣roof` (id {VOCAB.index(' roof')}). `tm.encode(\"the roof\")` prints it."))
 
@@ -41,11 +40,10 @@ choice_exercise(
     "01.3", f"Decode the ids {_IDS3} by hand, with the vocabulary table: which text do they give?",
     options=['"ed the cat the"', '"edthecatthe"', '"ed the catthe"', '" ed the cat the"'],
     answer=lambda: f'"{_model.decode(_IDS3)}"',
-    hints={'"ed the cat the"': "Look at id 0 again: `the` has no space in front, and decoding "
+    hints={'"ed the cat the"': "Look at id 0 again: 'the' has no space in front, and decoding "
                                "only joins the tokens' own text, adding no space of its own.",
            '"edthecatthe"': "The spaces are part of the tokens: id 1 is ␣the and id 2 is ␣cat.",
-           '" ed the cat the"': "Id 5 is `ed`, with no space in front: the text starts with it.",
-           '"ed the catthe"': "Look each id up in the table once more."},
+           '" ed the cat the"': "Id 5 is 'ed', with no space in front: the text starts with it."},
     solution=lambda: (
         "Look each id up and join the strings: "
         + " + ".join(f"{i} → `{token_name(i)}`" for i in _IDS3)
