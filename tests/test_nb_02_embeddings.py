@@ -1,11 +1,14 @@
 """Notebook 02 (Embeddings): the scatter widget and its plot helper, without a browser."""
 
+import re
+
 import numpy as np
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 import toy_model as tm
 import toy_widgets as tw
+from test_nb01_04_content import section_with, sections, source
 
 
 def _parts(panel):
@@ -72,7 +75,9 @@ def test_static_plot_helper_labels_every_token_once(dx, dy):
     lines = [line for label in _labels(ax) for line in label.split("\n")]
     assert not [line for line in lines if line.endswith(",")], "a wrapped label's line ends in a comma"
     names = [name for line in lines for name in line.split(", ")]
-    # each token by its whole name, once (␣ drawn bold, "." quoted)
+    assert tw.tick_label(".") not in lines, "the full stop alone on a line is a speck"
+    names = [tw.tick_label(".") if name == f"{tw.tick_label('.')} (full stop)" else name for name in names]
+    # each token by its whole name, once (␣ drawn bold, "." quoted, named when alone on a line)
     assert sorted(names) == sorted(tw.tick_label(t) for t in tw.TOKENS)
 
 
@@ -113,3 +118,14 @@ def test_exercise_3s_right_option_is_not_the_one_long_reasoned_one():
     # the hint for "left to right" speaks of the last row, the one that sees every row
     hint = tw.exercises._now(spec["hints"])["Different, because attention reads the rows from left to right."]
     assert "last row" in hint
+
+
+def test_02_the_swap_keeps_its_conclusion_and_leaves_the_fine_print_to_going_further():
+    main = re.sub(r"\s+", " ", "\n".join(source(c) for c in section_with("02_embeddings", "## What positions buy")
+                                       if c["cell_type"] == "markdown"))
+    assert "read-only" not in main and "one-block" not in main and "*Going further*" in main
+    further = [s for s in sections("02_embeddings") if source(s[0]).startswith("## Going further")]
+    assert sections("02_embeddings")[-len(further):] == further          # all at the end
+    assert any("one-block model" in source(s[0]) for s in further)
+    prose = re.sub(r"\s+", " ", source(section_with("02_embeddings", "## The real scale")[0]))
+    assert "GPT-2 small's table has a row of 768" in prose   # d = 768 is GPT-2 small's alone

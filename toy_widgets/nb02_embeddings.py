@@ -1,9 +1,10 @@
 """Notebook 02, Embeddings: its exercises and the embedding scatter.
 """
-import re
 
 import ipywidgets as widgets
 import numpy as np
+from matplotlib.font_manager import FontProperties
+from matplotlib.textpath import TextToPath
 
 from toy_model import DIMS, PARAMS, check_ids, embed, encode, forward, token_name
 
@@ -54,8 +55,7 @@ choice_exercise(
     options=["␣roof", "␣the", "␣dog", "ed"], answer=_closest_to_cat,
     hints={"␣roof": "␣roof also has d1 = 1, but it differs in d2 and d4.",
            "␣the": "␣the points along d4 only: it shares nothing with ␣cat.",
-           "ed": "ed has d1 = 1 like ␣cat, but +1 on d2 where ␣cat has -1.",
-           "␣dog": "Compare the rows once more, dimension by dimension."},
+           "ed": "ed has d1 = 1 like ␣cat, but +1 on d2 where ␣cat has -1."},
     solution=lambda: (
         f"`{_closest_to_cat()}`, at distance {fmt(np.sort(_distances_to_cat())[1])}: its row differs "
         "from `␣cat`'s only in d2 (-0.5 against -1). Both are animals that a verb follows. In a "
@@ -86,8 +86,7 @@ choice_exercise(
                "For the last row, which sees every row, attention compares rows by dot products and "
                "adds them up: neither step knows which row came first.",
            "There are none: the second text cannot be encoded.":
-               "It encodes fine: the tokenizer checks the pieces, not the grammar.",
-           _SAME: "Compare the rows of P at positions 2 to 5 once more."},
+               "It encodes fine: the tokenizer checks the pieces, not the grammar."},
     solution=lambda: (
         f"The same, up to rounding (the largest difference between the two rows of logits is "
         f"{fmt(np.abs(np.subtract(*_position_predictions())).max())}). The toy's only position mark "
@@ -154,53 +153,95 @@ def _dim_label(j):
     return f"d{j + 1} ({DIMS[j]})"
 
 
-def label_levels(points, labels, room=0.065):
+LABEL_SIZE = 9                                      # the dots' labels, in points
+LABEL_GAP = 5                                       # points from a dot to its label
+_TEXT_PATH = TextToPath()
+STOP = tick_label(".")
+STOP_ALONE = f"{STOP} (full stop)"                  # on a line of its own, its quotes and dot are specks
+
+
+def label_width(label):
+    """A label's width in points as matplotlib draws it at LABEL_SIZE: its longest line."""
+    font = FontProperties(size=LABEL_SIZE)
+    return max(float(_TEXT_PATH.get_text_width_height_descent(line, font, ismath="$" in line)[0])
+               for line in label.split("\n"))
+
+
+def points_per_unit(ax):
+    """Points per data unit along x, from the axes' size as laid out."""
+    lo, hi = ax.get_xlim()
+    return ax.get_position().width * ax.figure.get_figwidth() * 72 / (hi - lo)
+
+
+def label_levels(points, labels, per_unit):
     """How many lines up each label goes (0, 1, 2, ...) so as not to run into the label
-    of a point to its left on the same line; a character takes about `room` data units."""
+    of a point to its left on the same line; per_unit: points per data unit along x. A
+    label on several lines stays at 0: wrapped_labels has fitted its lines to the room."""
     levels, ends = [0] * len(labels), {}            # ends: y -> [(x where a label ends, level)]
     for i in sorted(range(len(labels)), key=lambda i: (points[i][1], points[i][0])):
-        if labels[i]:
+        if labels[i] and "\n" not in labels[i]:
             x, y = (float(v) for v in points[i])
             row = ends.setdefault(round(y, 6), [])
             busy = {level for end, level in row if end > x}
             levels[i] = min(set(range(len(row) + 1)) - busy)
-            row.append((x + room * (_width(labels[i]) + 1), levels[i]))
+            row.append((x + (LABEL_GAP * 2 + label_width(labels[i])) / per_unit, levels[i]))
     return levels
 
 
-def _width(label):
-    """A label's width in characters: its longest line, a mathtext ␣ counted as one."""
-    return max(len(re.sub(r"\$\\mathbf\{(.)\}\$", r"\1", line)) for line in label.split("\n"))
-
-
-def wrapped_labels(points, labels, room=0.065):
+def wrapped_labels(points, labels, per_unit):
     """A label of several names that would run into the next label to its right on the
-    same line goes onto several lines, one name each, so that neither label has to leave
-    its dot; no comma ends a line, where it would read as part of a name. A character
-    takes about `room` data units."""
+    same line goes onto several lines, as many names on each as fit, so that neither label
+    has to leave its dot; no comma ends a line, where it would read as part of a name, and
+    the full stop alone on a line is named, STOP_ALONE. per_unit: points per data unit
+    along x."""
     out = list(labels)
     for i, label in enumerate(labels):
         x, y = (float(v) for v in points[i])
         right = [float(points[j][0]) for j in range(len(labels))
                  if labels[j] and j != i and np.isclose(points[j][1], y) and points[j][0] > x]
-        if ", " in label and right and x + room * (_width(label) + 1) > min(right):
-            out[i] = label.replace(", ", "\n")
+        room = (min(right) - x) * per_unit if right else np.inf   # points to the next dot
+
+        def fits(line):
+            return LABEL_GAP + label_width(line) + LABEL_GAP <= room
+
+        if ", " not in label or fits(label):
+            out[i] = STOP_ALONE if label == STOP and fits(STOP_ALONE) else label
+            continue
+        units = label.split(", ")                   # the full stop joins its shortest neighbour
+        if STOP in units:
+            partners = sorted((u for u in units if u != STOP), key=label_width)
+            partner = next((u for u in partners if fits(f"{u}, {STOP}")), None)
+            if partner is not None:
+                units.remove(STOP)
+                units[units.index(partner)] = f"{partner}, {STOP}"
+        lines = []
+        for unit in units:
+            if lines and fits(lines[-1] + ", " + unit):
+                lines[-1] += ", " + unit
+            else:
+                lines.append(unit)
+        out[i] = "\n".join(STOP_ALONE if line == STOP else line for line in lines)
     return out
 
 
-def _place(scatter, notes, points, names, step=None):
+def _place(scatter, notes, points, names, step=None, per_unit=None):
     """Move an existing scatter and its annotations to new points (no new artists).
     step: lift each label by this many points per level of label_levels, so that labels
-    on one line do not run into each other."""
+    on one line do not run into each other; a label on several lines is centred on its
+    dot's height instead, so that every line stays next to the dot. per_unit: points per
+    data unit along x (points_per_unit), with step."""
     scatter.set_offsets(points)
     labels = grouped_labels(points, names)
-    labels = wrapped_labels(points, labels) if step else labels
-    levels = label_levels(points, labels) if step else [0] * len(labels)
+    labels = wrapped_labels(points, labels, per_unit) if step else labels
+    levels = label_levels(points, labels, per_unit) if step else [0] * len(labels)
     for note, xy, label, level in zip(notes, points, labels, levels, strict=True):
         note.xy = tuple(xy)
         note.set_text(label)
         if step:
-            note.xyann = (5, 5 + step * level)
+            several = "\n" in label
+            note.set_verticalalignment("center" if several else "baseline")
+            note.set_linespacing(1.05 if several else 1.2)          # a close stack, clear of its neighbours
+            note.xyann = (LABEL_GAP, 0 if several else LABEL_GAP + step * level)
 
 
 def x_rings(ax, text, dx=1, dy=3):
@@ -226,9 +267,8 @@ def embedding_scatter_plot(ax, dx=0, dy=3, wte=None, rows_of=None):
     points = wte[:, [dx, dy]]
     scatter = ax.scatter(points[:, 0], points[:, 1], s=45, color=BLUE, zorder=3,
                          label="token embedding (row of E)")
-    notes = [ax.annotate("", (0, 0), xytext=(5, 5), textcoords="offset points", fontsize=9,
-                         color=BLUE) for _ in points]
-    _place(scatter, notes, points, [tick_label(t) for t in TOKENS], step=13)
+    notes = [ax.annotate("", (0, 0), xytext=(LABEL_GAP, LABEL_GAP), textcoords="offset points",
+                         fontsize=LABEL_SIZE, color=BLUE) for _ in points]
     ax.set_xlim(EMBED_LIMITS)
     ax.set_ylim(EMBED_LIMITS)
     ax.axhline(0, color=GREY, lw=0.6, zorder=1)
@@ -240,6 +280,9 @@ def embedding_scatter_plot(ax, dx=0, dy=3, wte=None, rows_of=None):
         x_rings(ax, rows_of, dx, dy)
         ax.legend(loc="lower right", fontsize=8)
         ax.set_title(f"The {len(points)} token embeddings and the rows of X, d{dx + 1} against d{dy + 1}")
+    if ax.figure.get_layout_engine() is not None:
+        ax.figure.get_layout_engine().execute(ax.figure)   # the axes' final size: labels fitted to it
+    _place(scatter, notes, points, [tick_label(t) for t in TOKENS], step=13, per_unit=points_per_unit(ax))
     return scatter, notes
 
 
@@ -272,7 +315,8 @@ def embedding_scatter(text="the cat climbed the"):
                              "on one diagonal line: pick two different dimensions for x and y.")
         moved = (dx, dy) != state.dims
         state.dims, state.positions = (dx, dy), positions.value
-        _place(scatter, notes, PARAMS["wte"][:, [dx, dy]], [tick_label(t) for t in TOKENS], step=13)
+        _place(scatter, notes, PARAMS["wte"][:, [dx, dy]], [tick_label(t) for t in TOKENS], step=13,
+               per_unit=points_per_unit(ax))
         _place(rings, ring_notes, x_rows[:, [dx, dy]], row_names)
         for artist in [rings, *ring_notes, legend]:
             artist.set_visible(state.positions)
