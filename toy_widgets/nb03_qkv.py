@@ -25,25 +25,25 @@ def _ed_dots():
 
 number_exercise(
     "03.1", lambda: (
-        "A softmax of two scores, by hand. Suppose ed (row 4) could see only two keys, the and "
-        f"␣climb. Its dot products q·k are {fmt(_ed_dots()[0])} with the and {fmt(_ed_dots()[1])} "
-        "with ␣climb, before the division by √2 (row 4 of the score table shows them after it). "
-        "What weight would ed give to the? Divide by √2, exponentiate, and divide by the sum."),
+        "A softmax of two scores, by hand. Suppose `ed` (row 4) could see only two keys, `the` and "
+        f"`␣climb`. Its dot products q·k are {fmt(_ed_dots()[0])} with `the` and {fmt(_ed_dots()[1])} "
+        "with `␣climb`, before the division by √2 (row 4 of the score table shows them after it). "
+        "What weight would `ed` give to `the`? Divide by √2, exponentiate, and divide by the sum."),
     answer=lambda: softmax(_ed_dots() / np.sqrt(2))[0],
     hints=lambda: [
         (softmax(_ed_dots())[0], "You skipped the division by √2: divide each dot product by √2 first."),
         ((_ed_dots()[0] / np.sqrt(2)) / (_ed_dots() / np.sqrt(2)).sum(),
          "You divided the scores by their sum: take e to the power of each score first."),
-        (softmax(_ed_dots() / np.sqrt(2))[1], "That is the weight on ␣climb; the question asks for the weight on the.")],
+        (softmax(_ed_dots() / np.sqrt(2))[1], "That is the weight on ␣climb; the question asks for the weight on 'the'.")],
     solution=lambda: (lambda s, e: (
         f"Divided by √2 the scores are {fmt(s[0])} and {fmt(s[1])} (the same numbers as in row 4 of "
         f"the score table). Then e^{fmt(s[0])} = {fmt(e[0])} and e^{fmt(s[1])} = {fmt(e[1])}, and the "
-        f"weight on the is {fmt(e[0])} / ({fmt(e[0])} + {fmt(e[1])}) = {fmt(e[0] / e.sum())}."))(
+        f"weight on `the` is {fmt(e[0])} / ({fmt(e[0])} + {fmt(e[1])}) = {fmt(e[0] / e.sum())}."))(
         _ed_dots() / np.sqrt(2), np.exp(_ed_dots() / np.sqrt(2))))
 
 number_exercise(
-    "03.2", "A query of zero. Row 2 (␣cat) has query 0, so all its scores are 0. Suppose row 5 "
-            "(␣the) had query 0 as well. What weight would it give ␣climb? Predict it before you "
+    "03.2", "A query of zero. Row 2 (`␣cat`) has query 0, so all its scores are 0. Suppose row 5 "
+            "(`␣the`) had query 0 as well. What weight would it give `␣climb`? Predict it before you "
             "compute anything.",
     answer=lambda: softmax(np.zeros(len(encode(EXAMPLE_TEXT))))[2], fractions=True,
     hints=lambda: [
@@ -65,17 +65,16 @@ def _ed_scores():
 
 
 choice_exercise(
-    "03.3", "Shift a whole row. Add 5 to every score in one row (try it on the row of ed). What "
+    "03.3", "Shift a whole row. Add 5 to every score in one row (try it on the row of `ed`). What "
             "happens to that row's weights?",
     options=_SHIFT,
     answer=lambda: (_SHIFT[2] if np.allclose(softmax(_ed_scores()), softmax(_ed_scores() + 5))
                     else _SHIFT[0]),
     hints={"all grow": "They cannot all grow: they must still add up to 1.",
            "the largest grows, the others shrink": "That happens when scores are multiplied (spread out), not shifted.",
-           "no longer add up to 1": "Softmax divides by the row's sum, so a row always adds up to 1.",
-           "stay exactly the same": "Write e^(s + 5) as a product and look again."},
+           "no longer add up to 1": "Softmax divides by the row's sum, so a row always adds up to 1."},
     solution=lambda: (
-        "They stay exactly the same: ed's weights on the, ␣cat, ␣climb, ed are "
+        "They stay exactly the same: `ed`'s weights on `the`, `␣cat`, `␣climb`, `ed` are "
         f"{', '.join(fmt(w) for w in softmax(_ed_scores())[0])} before and "
         f"{', '.join(fmt(w) for w in softmax(_ed_scores() + 5)[0])} after. e^(s + 5) = e^5 · e^s: "
         "every term, and so the sum, is multiplied by the same factor e^5, which cancels in the "
