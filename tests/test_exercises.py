@@ -120,12 +120,24 @@ def test_the_close_window_on_typed_values_written_out(monkeypatch):
 
 
 @pytest.mark.parametrize("key", kind("number"))
-def test_fewer_decimals_than_asked_is_never_right(key):
+def test_fewer_decimals_than_asked_is_right_only_when_exact(key):
     spec = facts(key)
     d = spec["decimals"]
     for fewer in range(d):
-        message = tw.exercise(key).try_answer(tw.fmt(spec["answer"], fewer))
-        assert message.startswith(f"Close: give {d} decimal{'s' if d > 1 else ''}"), (key, fewer, message)
+        typed = tw.fmt(spec["answer"], fewer)
+        message = tw.exercise(key).try_answer(typed)
+        if float(typed) == spec["answer"]:
+            assert message.startswith("Right"), (key, typed, message)
+        else:
+            assert message.startswith(f"Close: give {d} decimal{'s' if d > 1 else ''}"), (key, fewer, message)
+
+
+def test_an_exact_answer_with_fewer_decimals_is_right():
+    """03.2's answer is 1/5: a learner who predicts it and types 0.2 is right, as with 0.200;
+    0.25 (1/4) and 0.3 are not."""
+    say = tw.exercise("03.2").try_answer
+    assert say("0.2") == say("1/5") == say("0.200") == "Right: 0.200."
+    assert not say("0.25").startswith("Right") and not say("0.3").startswith("Right")
 
 
 def test_the_two_cases_that_disagreed_before():
@@ -135,7 +147,8 @@ def test_the_two_cases_that_disagreed_before():
         if spec["decimals"] == 3 and not tolerated(spec, 1):
             off = units(spec, 1)
             assert tw.exercise(key).try_answer(off).startswith("Close"), key
-            assert tw.exercise(key).try_answer(tw.fmt(spec["answer"], 2)).startswith("Close: give 3 decimals")
+            if float(tw.fmt(spec["answer"], 2)) != spec["answer"]:       # else 2 decimals are exact
+                assert tw.exercise(key).try_answer(tw.fmt(spec["answer"], 2)).startswith("Close: give 3 decimals")
 
 
 @pytest.mark.parametrize("key", kind("number", "count"))
@@ -271,6 +284,17 @@ def test_choice_right_wrong_with_hints_and_nothing_picked(key):
             assert box.try_answer(option) == f"Not quite. {spec['hints'][option]}"
             assert not box.answer_shown
     assert box.try_answer(spec["answer"]) == "Right." and box.answer_shown
+
+
+def test_code_in_a_hint_is_shown_as_code_not_as_backticks():
+    """A hint may name code in backticks, as questions and worked answers do; the box shows
+    it as code. 06.1's hint on the logits names two lines of code."""
+    spec = facts("06.1")
+    wrong = next(o for o, h in spec["hints"].items() if "`" in h and o != spec["answer"])
+    box = tw.exercise("06.1")
+    box.try_answer(wrong)
+    shown = next(w.value for w in box.children if "Not quite" in getattr(w, "value", ""))
+    assert "`" not in shown and "<code>model(...).logits</code>" in shown, shown
 
 
 # --- write it yourself ---------------------------------------------------------------------

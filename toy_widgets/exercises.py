@@ -59,8 +59,9 @@ def number_exercise(key, question, answer, solution, hints=(), decimals=3, fract
     under it: "Give 3 decimals."), and a typed value is right when, given to that many
     decimals, it is the answer given to that many decimals: fmt(answer, decimals), the
     value the worked answer prints and the verdict repeats ("Right: 0.263."). A value with
-    fewer decimals than asked is never right ("Close: give 3 decimals."); one within
-    CLOSE_UNITS of the last decimal is "close".
+    fewer decimals than asked is right only when it is the answer exactly (0.2 for 1/5),
+    else "close" ("Close: give 3 decimals."); one within CLOSE_UNITS of the last decimal
+    is "close" too.
 
     answer: the right value, or a function computing it from the model (called at check
     time). hints: (wrong value, sentence) pairs, or a function returning them: a typed
@@ -161,6 +162,8 @@ def answer_number(key, text):
     typed = _decimals_typed(text) if spec["kind"] == "number" else decimals
     if typed >= decimals and (fmt(value, decimals) == fmt(answer, decimals) or abs(
             float(fmt(value, decimals)) - answer) <= spec.get("tolerance", 0.0) + 1e-12):
+        return True, f"Right: {fmt(answer, decimals)}."
+    if abs(value - answer) <= 1e-12 * max(1.0, abs(answer)):     # fewer decimals, but exact
         return True, f"Right: {fmt(answer, decimals)}."
     if typed < decimals and fmt(value, typed) == fmt(answer, typed):
         return False, f"Close: give {_precision(spec)[5:-1]}."
@@ -370,7 +373,7 @@ def exercise(key, function=None):
 
     def report(ok, sentence):
         box.message, box.right = sentence, ok
-        say(area, sentence, ok=False if ok is None and kind != "code" else ok)
+        say(area, sentence, ok=False if ok is None and kind != "code" else ok, code=True)
         if ok:
             show_answer()
 

@@ -383,10 +383,14 @@ def message_area():
     return widgets.HTML(value="")
 
 
-def say(area, text="", ok=None):
-    """Put one sentence in a message area: ok=False in red-brown, ok=True in green."""
+def say(area, text="", ok=None, code=False):
+    """Put one sentence in a message area: ok=False in red-brown, ok=True in green. With
+    code=True, `code` in backticks is shown as code, as in an exercise's question."""
     colour = {None: "inherit", True: GREEN, False: VERMILION}[ok]
-    area.value = (f'<span style="color:{colour};white-space:pre-line">{html.escape(text)}</span>'
+    body = html.escape(text)
+    if code:
+        body = re.sub(r"`([^`]+)`", r"<code>\1</code>", body)
+    area.value = (f'<span style="color:{colour};white-space:pre-line">{body}</span>'
                   if text else "")                # a "\n" in text starts a new line
 
 
