@@ -1,7 +1,8 @@
 """Lab 08's held-out measurement and its measures of chance: the held-out file holds only
 sentences the corpus lacks, train() measures the held-out loss step by step and can stop
 early, and Fisher's exact test and the bootstrap interval give what is computed here in
-another way (enumeration, a hand-written hypergeometric law, known cases)."""
+another way (enumeration, a hand-written hypergeometric law, known cases); section 7's spike
+replayed with an Adam written here, and the steps its picture marks."""
 import itertools
 import re
 from math import exp, lgamma
@@ -11,6 +12,8 @@ import pytest
 
 import toy_model as tm
 import toy_train as tt
+import toy_widgets as tw
+from test_lab08_exercises import levels, prose
 
 
 # --- The held-out file --------------------------------------------------------------------
@@ -145,3 +148,69 @@ def test_the_bootstrap_interval_is_the_middle_of_the_resampled_differences():
 def test_the_measures_of_chance_answer_bad_input_with_a_sentence(call, words):
     with pytest.raises(ValueError, match=re.escape(words)):
         call()
+
+
+# --- Section 7's run: its spike step by step, and the steps its picture marks ----------------
+
+def adam_by_hand(steps, clip):
+    """Section 7's run written again with its own Adam (bias-corrected m and v, beta 0.9 and
+    0.999): for each step, (loss before it, gradient length, rms of the step taken / lr, rms of
+    the step the same state would take on the uncut gradient / lr)."""
+    corpus = tt.load_corpus()
+    ids, targets = tt.corpus_batch(corpus)
+    params = tt.init_params(2, tied=True)
+    names = tm.weight_names(params)
+    m = [np.zeros_like(tm.get_weight(params, n)) for n in names]
+    v = [np.zeros_like(x) for x in m]
+    out = []
+    for t in range(1, steps + 1):
+        loss, grads = tt.loss_and_grads(ids, targets, params)
+        g = [np.array(tm.get_weight(grads, n)) for n in names]
+        length = np.sqrt(sum((x ** 2).sum() for x in g))
+        def update(factor):                                        # Adam on the gradient times factor
+            m2 = [0.9 * a + 0.1 * factor * x for a, x in zip(m, g)]
+            v2 = [0.999 * a + 0.001 * (factor * x) ** 2 for a, x in zip(v, g)]
+            moves = [0.05 * (a / (1 - 0.9 ** t)) / (np.sqrt(b / (1 - 0.999 ** t)) + 1e-8) for a, b in zip(m2, v2)]
+            return m2, v2, moves, np.sqrt(np.mean(np.concatenate([x.ravel() for x in moves]) ** 2)) / 0.05
+        uncut = update(1.0)[3]                                     # from the same state, before it moves
+        m, v, moves, taken = update(min(1.0, clip / length))
+        sizes = taken, uncut
+        for n, x in zip(names, moves):
+            params = tm.replace_weight(params, n, np.array(tm.get_weight(params, n)) - x)
+        out.append((float(loss), float(length), *sizes))
+    return out
+
+
+def test_the_spike_step_by_step_is_what_adam_gives():
+    rows = adam_by_hand(309, clip=1.0)[304:]                       # steps 305 to 309
+    text = prose()
+    loss, length, taken, uncut = (np.array(x) for x in zip(*rows))
+    assert length[1] < 1 < min(length[2:])                         # step 306: nothing to cut
+    assert "The rise began at step 306, from a gradient 0.216 long, which clipping leaves alone" in text
+    assert np.all(uncut[2:] / taken[2:] < 1.6) and np.all(length[2:] / 1 > 1.3)   # the step shrinks far less
+    assert (f"At step 309 clipping cut the gradient from {length[4]:.3f} to 1, to a seventh of its length, "
+            f"but Adam's step only from {uncut[4]:.3f} to {taken[4]:.3f} times lr, by about a third") in text
+    assert 6.5 < length[4] < 7.5 and 0.28 < 1 - taken[4] / uncut[4] < 0.4
+    assert f"at step 307, from {length[2]:.3f} to 1, the step went from {uncut[2]:.3f} to {taken[2]:.3f}" in text
+    assert (f"the steps that raised the loss, {taken[1]:.3f} to {max(taken[2:]):.3f} times lr, were of the same "
+            f"order as the one before the rise, {taken[0]:.3f}") in text
+    assert length[4] / length[0] > 100 and "the gradient grew more than a hundredfold from step 305 to step 309" in text
+    assert "The spikes are short bursts of steps" in text and "single steps that overshoot" not in text
+    assert "one step overshoots" not in text and "remembers the flat stretch" not in text
+
+
+def test_the_live_curve_marks_the_steps_the_prose_points_to():
+    """Section 7's picture: thin lines at the step early stopping keeps (330) and where the
+    training loss is first 0.01 below the subject-blind level (434), and the level's legend
+    entry gives its held-out value beside it."""
+    corpus, heldout = tt.load_corpus(), tt.load_heldout()
+    floor, blind, held = levels()
+    tw.train_live(corpus, steps=600, seed=2, heldout=heldout, lr=0.05, clip=1.0, tied=True,
+                  levels=[(blind, "subject-blind level", held), (floor, "floor (best possible)")])
+    ax = tw.train_live.panel.line.axes
+    marks = [line.get_xdata()[0] for line in ax.lines
+             if len(line.get_xdata()) == 2 and line.get_xdata()[0] == line.get_xdata()[1]]
+    assert marks == [330, 434]
+    assert [t.get_text() for t in ax.texts] == ["early stopping, 330", "curves part, 434"]
+    assert f"subject-blind level, {blind:.3f} (held out {held:.3f})" in [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "(the right-hand marker)" in prose() and "(the left-hand marker)" in prose()

@@ -12,23 +12,31 @@ from toy_model import PARAMS, VOCAB, encode, forward
 
 from .draw import BLUE, GREEN, GREY, ORANGE, PURPLE, TOKENS, fmt, freeze_layout, new_figure, static, token_name
 from .kit import canvas_ready, live_artists, live_figure, panel, redraw
-from .exercises import EXAMPLE_TEXT, token_id, choice_exercise, code_exercise, number_exercise
+from .exercises import EXAMPLE_TEXT, token_id, code_exercise, number_exercise
 
 
 # The training lab: a live loss curve while the toy trains, a static plot of finished
 # runs, and the lab's exercises (registered with the functions of "Exercises" above).
 
 LEVEL_STYLES = [(GREEN, ":"), (PURPLE, "-.")]        # reference levels after ln 12's dashed grey
+APART = 0.01                                         # nats below the first level: the curves have parted
+
+
+def level_label(level):
+    """A reference level's legend entry: (value, label) or (value, label, held-out value)."""
+    value, label, *held = level
+    return f"{label}, {fmt(value)}" + (f" (held out {fmt(held[0])})" if held else "")
 
 
 def loss_axes(ax, steps, title, levels=()):
     """Axes for loss curves: steps across, nats up on a log scale (so that the last few
     hundredths above the floor show as well as the first fall from ln 12), ln 12 (the
-    uniform guess) dashed; levels: (value, label) pairs, each drawn in its own style."""
+    uniform guess) dashed; levels: (value, label) or (value, label, held-out value), each
+    drawn in its own style."""
     ax.axhline(np.log(len(VOCAB)), color=GREY, linestyle="--", linewidth=1,
                label=f"uniform guess, ln {len(VOCAB)} = {fmt(np.log(len(VOCAB)))}")
-    for (value, label), (color, style) in zip(levels, LEVEL_STYLES):
-        ax.axhline(value, color=color, linestyle=style, linewidth=1.2, label=f"{label}, {fmt(value)}")
+    for level, (color, style) in zip(levels, LEVEL_STYLES):
+        ax.axhline(level[0], color=color, linestyle=style, linewidth=1.2, label=level_label(level))
     ax.set_xlim(0, steps)
     ax.set_yscale("log")
     ax.set_ylim(0.25, 3.2)
@@ -42,7 +50,10 @@ def loss_axes(ax, steps, title, levels=()):
 def train_live(corpus, steps=200, every=20, heldout=None, levels=(), **options):
     """w-train: tt.train(corpus, steps, **options) drawing its loss curve as it goes, with
     a progress line. heldout: texts never trained on, whose loss is drawn beside the
-    training loss; levels: (value, label) reference lines. Returns what train returns:
+    training loss; levels: reference lines, as loss_axes takes them. With held-out texts,
+    the finished curve marks two steps with thin vertical lines: the step early stopping
+    keeps (the lowest held-out loss), and, given levels, the first step whose training loss
+    is APART nats below the first level. Returns what train returns:
     (trained params, loss history). The stored output (the notebook's picture of the
     widget) is the finished curve.
 
@@ -102,6 +113,16 @@ def train_live(corpus, steps=200, every=20, heldout=None, levels=(), **options):
     line.set_data(range(len(shown)), shown)
     held = record.get("heldout", [])
     held_line.set_data(range(len(held)), held)
+    if params is not None and held:
+        marks = [(record["best_step"], "early stopping")] if "best_step" in record else []
+        below = np.flatnonzero(np.array(shown) < levels[0][0] - APART) if levels else []
+        if len(below):
+            marks.append((int(below[0]), "curves part"))
+        for step, word in marks:                        # early stopping's label left of its line
+            side = "right" if word == "early stopping" else "left"
+            ax.axvline(step, color=GREY, linewidth=0.8, linestyle=(0, (2, 2)), zorder=0)
+            ax.annotate(f"{word}, {step}", (step, 0.25), xytext=(-3 if side == "right" else 3, 3),
+                        textcoords="offset points", ha=side, fontsize=8, color=GREY, annotation_clip=False)
     redraw(fig)
     if handle is not None:
         handle.update(root)                             # the stored picture: the finished curve
@@ -159,9 +180,10 @@ number_exercise(
         "one-hot vector holds a 1, so its gradient is p − 1: always negative, and the further p "
         "is from 1, the stronger the push up. Every other token gets p − 0 = p, which is positive."))
 
-_SIGN = ["positive, so the step lowers ␣dog's logit",
-         "negative, so the step raises ␣dog's logit, since ␣dog is a likely word after \"the\"",
-         "0, so the step leaves ␣dog's logit alone: ␣dog is not the target"]
+def _dz_mean(row, token):
+    """d(mean loss over the example's 5 rows) / dz for `token` on row `row` (1 to 5)."""
+    ids, targets, logits = _example()
+    return float(toy_train.softmax_cross_entropy_backward(logits, targets)[row - 1, token_id(token)])
 
 
 def _step_on_weights_dog():
@@ -175,24 +197,24 @@ def _step_on_weights_dog():
     return float((forward(ids, stepped)[0, dog] - logits[0, dog]) / lr)
 
 
-choice_exercise(
-    "08.2", lambda: "The sign of a gradient. On row 1 (after the) the target is ␣cat, and the "
-                    f"model gives ␣dog p = {fmt(_dz_row(1, '␣dog'))}. Take row 1's loss alone, "
-                    "−ln p(␣cat), and suppose its 12 logits could move freely, as if they were "
-                    "weights. What is the sign of the gradient of that loss with respect to ␣dog's "
-                    "logit, and what does one small gradient-descent step on the logits (each "
-                    "moved by −learning rate × its gradient) do to ␣dog's logit?",
-    options=_SIGN, answer=lambda: _SIGN[0] if _dz_row(1, "␣dog") > 0 else _SIGN[1],
-    hints={_SIGN[1]: "Section 2's rule: a token that is not the target has the gradient p − 0. "
-                     "Is that positive or negative, and which way does −lr × it move the logit?",
-           _SIGN[2]: "Every token's logit shares one softmax: a wrong token with p > 0 has the "
-                     "gradient p − 0 = p, not 0.",
-           _SIGN[0]: "Look at the sign once more."},
+number_exercise(
+    "08.2", lambda: "A wrong token's gradient. On row 1 (after the) the target is ␣cat, and the "
+                    f"model gives ␣dog p = {fmt(_dz_row(1, '␣dog'))}. What is the gradient of the "
+                    "example's loss, the mean over its 5 rows, with respect to ␣dog's logit on "
+                    "row 1?",
+    answer=lambda: _dz_mean(1, "␣dog"),
+    hints=lambda: [(_dz_row(1, "␣dog"), "That is the gradient of row 1's own loss; the "
+                    "example's loss is the mean over 5 rows."),
+                   (-_dz_mean(1, "␣dog"), "Check the sign: ␣dog is not the target, so its "
+                    "one-hot entry is 0 and the gradient is p − 0, positive."),
+                   (_dz_mean(1, "␣dog") - 1 / 5, "That is the target's rule, p − 1; ␣dog is not "
+                    "row 1's target.")],
     solution=lambda: (
-        f"Positive, and the logit goes down. ␣dog is not the target, so its gradient is "
-        f"p(␣dog) − 0 = {fmt(_dz_row(1, '␣dog'))}: raising its logit would raise the loss, because "
-        "␣dog takes probability away from the target. The step on the logits is −lr × (a positive "
-        "number), so ␣dog's logit falls. On the real model the logits are not free: a step moves "
+        f"p(␣dog) / 5 = {fmt(_dz_row(1, '␣dog'))} / 5 = {fmt(_dz_mean(1, '␣dog'))}. ␣dog is not "
+        "the target, so its one-hot entry is 0 and row 1's own gradient is p − 0; the mean over "
+        "5 rows divides it by 5. It is positive: raising ␣dog's logit would raise the loss, "
+        "because ␣dog takes probability away from the target, so a step on the logits, −lr × "
+        "(a positive number), lowers it. On the real model the logits are not free: a step moves "
         "the weights, and a weight serves every token, as section 3 showed. One small step on "
         f"all the weights, against row 1's gradient, moves ␣dog's logit by {_step_on_weights_dog():+.1f} "
         "per unit of learning rate: it rises, carried along with ␣cat's, since the two nouns "
@@ -292,12 +314,13 @@ def recipe_curves(sweep, levels=()):
                 for run in chosen:                 # drawn without antialiasing: 160 curves in
                     ax.plot(run[key], color=color, linewidth=0.8, alpha=0.5, antialiased=False)   # two pictures stay small
             ax.axhline(uniform, color=GREY, linestyle="--", linewidth=1)
-            for (value, _), (color, style) in zip(levels, LEVEL_STYLES):
-                ax.axhline(value, color=color, linestyle=style, linewidth=1.4)
+            for level, (color, style) in zip(levels, LEVEL_STYLES):
+                ax.axhline(level[0], color=color, linestyle=style, linewidth=1.4)
             ax.set_yscale("function", functions=(lambda y: np.log(np.maximum(y - base, 1e-9)),
                                                  lambda t: np.exp(t) + base))
             ax.set_ylim(0.27, top)
-            ax.set_yticks([0.3, 0.4, 0.5, 1, 2], ["0.3", "0.4", "0.5", "1", "2"])
+            ticks = [t for t in (0.3, 0.5, 1, 3, 10) if t < top]        # far enough apart to read
+            ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
             ax.set_xticks([0, sweep["steps"] // 2, sweep["steps"]])
             ax.minorticks_off()
             ax.set_title(recipe, fontsize=9)
@@ -307,7 +330,7 @@ def recipe_curves(sweep, levels=()):
                 if k < len(recipes):
                     ax.set_xlabel("step")
             if k % columns == 0:
-                ax.set_ylabel("nats (stretched\nnear the floor)")
+                ax.set_ylabel("nats, on a scale\nof log(loss − 0.25)")
         legend_ax = axes[len(recipes)]
         for ax in axes[len(recipes) + 1:]:
             ax.set_visible(False)
@@ -315,10 +338,10 @@ def recipe_curves(sweep, levels=()):
         handles = [plt.Line2D([], [], color=BLUE, label="training loss"),
                    plt.Line2D([], [], color=ORANGE, label="held-out loss"),
                    plt.Line2D([], [], color=GREY, linestyle="--", label=f"ln {len(VOCAB)}, {fmt(uniform)}")]
-        handles += [plt.Line2D([], [], color=color, linestyle=style, label=f"{label},\n{fmt(value)}")
-                    for (value, label), (color, style) in zip(levels, LEVEL_STYLES)]
-        legend_ax.legend(handles=handles, loc="center", fontsize=9, frameon=False)
-        fig.suptitle(f"{len(sweep['seeds'])} seeds per recipe, {arm}", fontsize=11)
+        handles += [plt.Line2D([], [], color=color, linestyle=style, label=level_label(level).replace(", ", ",\n", 1))
+                    for level, (color, style) in zip(levels, LEVEL_STYLES)]
+        legend_ax.legend(handles=handles, loc="center", fontsize=10, frameon=False)
+        fig.suptitle(f"{len(sweep['seeds'])} seeds per recipe, {arm}", fontsize=12)
         static(fig)
 
 
