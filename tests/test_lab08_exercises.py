@@ -426,7 +426,7 @@ def test_the_labs_run_parts_from_its_heldout_curve_where_the_prose_says():
     text = prose()
     assert (spike, best, left) == (309, 330, 434)
     rising = ", ".join(f"{h:.3f}" for h in history[306:309])
-    assert f"rose over four steps, from {history[305]:.3f} to {rising} and, at step {spike}, {history[spike]:.3f}" in text
+    assert f"rose over four steps, with one dip, from {history[305]:.3f} to {rising} and, at step {spike}, {history[spike]:.3f}" in text
     assert history[305] < history[306] and history[304] > history[305]          # the rise starts at step 306
     assert "the lowest point, at step 330 (the left-hand marker), lies in the ringing" in text
     assert spike < best < spike + 30 and min(flat) - 0.01 < record["heldout"][best] < min(flat)   # partly noise
