@@ -35,6 +35,7 @@ import pytest
 
 _passed = 0
 BROWSER_GROUP = "browser"
+LITE_GROUP = "module-test_lite"          # tests/test_lite.py: its fixtures are module-scoped
 
 
 def pytest_runtest_logreport(report):
@@ -146,9 +147,11 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if groups[item]:
                 _join_group(item, groups[item])
-    # The browser group first: with --no-loadscope-reorder the scheduler hands groups out
-    # in this order, and the longest one should start at once.
-    items.sort(key=lambda item: groups[item] != BROWSER_GROUP)
+    # The two longest groups first, the browser tests and the browser edition's: with
+    # --no-loadscope-reorder the scheduler hands groups out in this order, so each starts
+    # at once on a worker of its own and the short tests fill in around them, instead of
+    # one of them starting last and the run waiting for it.
+    items.sort(key=lambda item: (groups[item] != BROWSER_GROUP, groups[item] != LITE_GROUP))
 
 
 def _join_group(item, group: str) -> None:
