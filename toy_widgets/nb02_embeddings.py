@@ -63,7 +63,7 @@ choice_exercise(
         "similar things."))
 
 _SWAP = ("the cat climbed the", "the climbed cat the")
-_SAME = "The same, up to rounding: positions 2 to 5 add nothing to any token."
+_SAME = "The same: positions 2 to 5 add nothing; the last row sees all five, in any order."
 _MARKED = "Different, because the position table marks where every token stands."
 
 
