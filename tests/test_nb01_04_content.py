@@ -551,7 +551,7 @@ def test_03_the_softmax_of_raw_scores_of_size_64_hardly_responds_to_a_nudge():
             largest[d, scaled] = float(w.max(axis=1).mean())
     flat = re.sub(r"\s+", " ", "\n".join(source(c) for c in section_with("03_qkv", "## Going further: why the spread")
                                        if c["cell_type"] == "markdown"))
-    assert "2·w₁(1 − w₁)" in flat and "At the start of training, with scores of this spread" in flat
+    assert "2·w₁(1 − w₁)" in flat and "If a head's q and k entries had variance 1 (the assumption above)" in flat
     med = {key: float(np.median(r)) for key, r in response.items()}
     share = {key: float(np.mean(r < 0.01)) for key, r in response.items()}
     per_qk = {False: response[64, False], True: response[64, True] / 8}

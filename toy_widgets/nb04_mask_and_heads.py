@@ -222,7 +222,7 @@ def heads_figure(r, live=False):
     for h, a in enumerate(axes):
         w = r["heads"][h]["weights"]
         maps.append(heatmap(a, np.where(np.isfinite(r["heads"][h]["scores"]), w, np.nan),
-                            tokens, tokens, head_title(h, masked=not unmasked)))
+                            tokens, tokens, head_title(h, masked=not unmasked), digits=3))
         a.set_xlabel("key (outlined: later tokens, the future)")
         a.set_ylabel("query")
         outline_future(a, n)
@@ -265,7 +265,7 @@ def mask_and_heads(text="the cat climbed the"):
                 artist.set_visible(slot < len(heads))
             if slot < len(heads):
                 w = r["heads"][heads[slot]]["weights"]
-                set_heatmap(*maps[slot], np.where(allowed, w, np.nan) if masked else w)
+                set_heatmap(*maps[slot], np.where(allowed, w, np.nan) if masked else w, digits=3)
                 a.set_title(head_title(heads[slot], masked))
         mask_button.icon = "check" if masked else ""     # pressed and ticked: mask on
         if relayout:                     # the maps change size: lay the figure out now, and the
