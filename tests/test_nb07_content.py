@@ -478,3 +478,17 @@ def test_the_closing_links_name_every_lab_of_the_map():
 def test_the_temperature_picture_draws_its_ticks_as_token_bars_does():
     (cell,) = [s for s in code_cells() if "at three temperatures" in s]
     assert "tw.token_bars(" in cell and "set_xticks" not in cell
+
+
+def test_07_4_accepts_the_share_from_notebook_6s_rounded_exponentials():
+    """Notebook 6 prints e^z to 3 decimals (12.069 and 4.318 for ␣roof and ␣wall): from them
+    ␣wall's share is 0.264, from the unrounded p 0.263; both are right, 0.265 is not."""
+    z = tm.forward(tm.encode("the cat climbed the"))[-1]
+    e = np.round(np.exp(z), 3)
+    roof, wall = e[tm.VOCAB.index(" roof")], e[tm.VOCAB.index(" wall")]
+    assert (tw.fmt(roof), tw.fmt(wall)) == ("12.069", "4.318")
+    exact = np.exp(z) / np.exp(z)[[tm.VOCAB.index(" roof"), tm.VOCAB.index(" wall")]].sum()
+    assert (tw.fmt(wall / (roof + wall)), tw.fmt(exact[tm.VOCAB.index(" wall")])) == ("0.264", "0.263")
+    for typed_text in ("0.264", "0.263"):
+        assert tw.exercise("07.4").try_answer(typed_text) == "Right: 0.263."
+    assert not tw.exercise("07.4").try_answer("0.265").startswith("Right")
