@@ -124,13 +124,24 @@ def test_06_says_the_toys_rows_were_designed_for_one_job_and_scores_roof_tied():
     r = tm.run(TEXT)
     E = np.asarray(tm.PARAMS["wte"])
     roof = tm.VOCAB.index(" roof")
-    assert quoted(NB06, "points away from f₅ and scores {} in the table above") == [tw.fmt(r["f"][-1] @ E[roof])]
+    assert quoted(NB06, "f₅ · E[␣roof] = {},") == [tw.fmt(r["f"][-1] @ E[roof])]
     text_ = re.sub(r"\s+", " ", prose(NB06))
+    assert "**As the input**" in text_ and "**As the output**" in text_, "one paragraph per job"
     assert "the toy's E was designed by hand so that each row says what tends to come *after*" in text_
     assert "That is this toy's design, not a rule" in text_
     assert "a token's row of E should say what tends to come" not in text_
     main = main_path_prose(NB06)
     assert "Follow d4 of the last row" not in main, "the d4 trace is a side road"
+
+
+def test_06_says_the_subject_hardly_matters_to_the_toy():
+    """Attention brings "climbed" to the last row; the subject changes ␣roof's p by less than
+    a thousandth, so the prose says so, with the figure computed here for the other subject."""
+    roof = tm.VOCAB.index(" roof")
+    cat, dog = (tm.run(f"the {s} climbed the")["p"][-1][roof] for s in ("cat", "dog"))
+    assert abs(cat - dog) < 5e-4
+    assert quoted(NB06, "\"the dog climbed the\" gives ␣roof the same {}.") == [tw.fmt(dog)] == [tw.fmt(cat)]
+    assert '"cat" and "climbed" reached the last row' not in prose(NB06)
 
 
 def test_the_direct_path_is_symmetric_and_repeats_most_tokens():

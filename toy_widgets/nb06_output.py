@@ -30,9 +30,11 @@ choice_exercise(
     options=_OUT, answer=_softmax_output,
     hints={_OUT[0]: "No token has been chosen yet; choosing is a separate step.",
            _OUT[2]: "f_5 is an input of the output layer, not its result.",
-           _OUT[3]: "That is one step earlier. Real code does stop there: a forward pass returns the "
+           _OUT[3]: "That is one step earlier: the output layer makes the logits, and the softmax after it "
+                    "makes p from them. Real code does stop there: a forward pass returns the "
                     "logits (`model(...).logits`, nanoGPT's `logits, loss = model(idx, targets)`), and "
-                    "the softmax lives in the loss or in the sampler. What does the softmax make of them?",
+                    "the softmax lives in the loss or in the sampler. What is p, then: how many numbers, "
+                    "and what do they add up to?",
            _OUT[1]: "Follow the last row through the output layer and the softmax once more."},
     solution="No word at all: the model's output is a distribution, one probability per token of "
              "its vocabulary (12 in the toy, 50,257 in GPT-2), adding up to 1. A word appears only "
@@ -73,7 +75,7 @@ def _tied_z():
 
 number_exercise(
     "06.3", "Score the vocabulary with tied weights, by hand. With W_U = Eᵀ and no final norm, the "
-            "logit of token j for h = [1, 0, 1, 0] is h · E[j]. What is the highest of the 12 logits?",
+            "logit of token j for v = [1, 0, 1, 0] is v · E[j]. What is the highest of the 12 logits?",
     answer=lambda: _tied_z().max(), decimals=1,
     hints=lambda: [(float((_H6 @ PARAMS["w_u"]).max()), "Several tokens score 1 (and 1 is the top if "
                     "you used W_U's columns); look for a row with something on both d1 and d3."),
@@ -84,17 +86,17 @@ number_exercise(
         "token's row that is, the next question asks."))
 
 choice_exercise(
-    "06.4", "With the same tied weights and h = [1, 0, 1, 0]: which token gets the highest logit?",
+    "06.4", "With the same tied weights and v = [1, 0, 1, 0]: which token gets the highest logit?",
     options=["␣the", "␣cat", "␣climb", "␣floor", "."], answer=lambda: TOKENS[int(_tied_z().argmax())],
     hints={".": "'.' wins with the columns of W_U; with tied weights, use the rows of E.",
-           "␣the": "␣the's embedding lies on d4 only, which h ignores: it scores 0.",
+           "␣the": "␣the's embedding lies on d4 only, which v ignores: it scores 0.",
            "␣cat": "␣cat scores 1 (d1 only); another token also has something on d3.",
            "␣climb": "␣climb scores 1 (d3 only); another token also has something on d1.",
            "␣floor": "Add d1 and d3 of each row once more."},
     solution=lambda: (
         f"`{token_name(int(_tied_z().argmax()))}`, whose embedding "
         f"{[float(v) for v in PARAMS['wte'][int(_tied_z().argmax())]]} gives {fmt(_tied_z().max(), 1)}. "
-        "With tied weights, a logit just measures how much h looks like each token's embedding. The 12 "
+        "With tied weights, a logit just measures how much v looks like each token's embedding. The 12 "
         "logits: " + ", ".join(f"{token_name(t)} {fmt(z, 1)}" for t, z in zip(TOKENS, _tied_z(), strict=True))
         + f". With the toy's own W_U, `{token_name(int((_H6 @ PARAMS['w_u']).argmax()))}` would have come "
         "first instead."))
@@ -113,13 +115,13 @@ def _mean_loss():
 
 number_exercise(
     "06.5", "Carry the example through the softmax. With the same tied weights, no norm "
-            "and h = [1, 0, 1, 0], what probability does ␣floor get?",
+            "and v = [1, 0, 1, 0], what probability does ␣floor get?",
     answer=lambda: _tied_p()[_FLOOR],
     hints=lambda: [(1 / 12, "That is the uniform 1/12: the logits are not all equal, so p is not either."),
                    (float(_tied_z()[_FLOOR] / _tied_z()[_tied_z() > 0].sum()),
                     "Divide e^z by the sum of e^z over all 12 tokens, not z by a sum of logits."),
                    (float(softmax(_H6 @ PARAMS["w_u"])[_FLOOR]),
-                    "That is the toy's own W_U; with tied weights the logits are h · E[j].")],
+                    "That is the toy's own W_U; with tied weights the logits are v · E[j].")],
     solution=lambda: (
         "Exponentiate all twelve logits and divide by their sum: "
         + ", ".join(f"{token_name(t)} {fmt(z, 1)} → {fmt(q)}" for t, z, q in zip(TOKENS, _tied_z(), _tied_p(), strict=True))
