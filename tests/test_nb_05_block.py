@@ -198,12 +198,15 @@ def test_05_says_where_each_p_moves_and_who_put_it_there():
     printed = next(o for _, o in prose() if "MLP helps" in o)
     for a, b in zip(on, off):
         assert f"{tw.fmt(a)}       {tw.fmt(b)}" in printed
-    text = flat(next(f for f, _ in prose() if f.startswith("**Where each p moves.**")))
-    assert "the solve for `c_proj` put them there" in text
-    assert "the MLP helps at two positions, hurts at three" in text
+    text = flat(next(f for f, _ in prose() if f.startswith("The MLP helps at two positions")))
+    assert "The MLP helps at two positions and hurts at three" in text
+    # the constructive side is named, and is there to be read
+    assert "read **A unit you can read** in *Going further*" in text
+    assert any(m.startswith("### A unit you can read") for m in markdown())
     assert "Why these changes?" not in flat("\n".join(markdown()))
+    assert "So, plainly" not in flat("\n".join(markdown())), "one short paragraph, not three"
     intro = flat(next(f for f in markdown() if f.startswith("## What the MLP does in this toy")))
-    assert "whose numbers were given before the toy was built" in intro
+    assert "was solved for so that the toy prints the figures of the next notebook" in intro
 
 
 def test_05_the_readable_unit_fires_on_one_row_and_pushes_one_token_up():
@@ -313,11 +316,10 @@ def test_05_the_main_path_leaves_newer_blocks_to_going_further():
         assert term in further
 
 
-def test_05_the_forward_reference_to_the_attention_off_prediction_is_kept():
+def test_05_says_the_attention_off_prediction_is_kept_by_construction():
     text = "\n".join(markdown())
-    before, after = text.split("## What the MLP does in this toy")
-    assert "as the next section explains" in flat(before)[-200:]
-    assert "prediction with attention off" in flat(after.split("## ")[0])
+    before, _ = text.split("## What the MLP does in this toy")
+    assert "the MLP's last layer was chosen to keep this prediction as it was" in flat(before)[-200:]
 
 
 def test_05_exercises_2_3_and_4_are_not_answered_above_them():
@@ -349,3 +351,27 @@ def test_05_no_sentence_claims_more_than_its_numbers():
     assert "y_i = s · f_i + c" in fit                               # how a p becomes a target for y
     assert "Why GPT-2 prefers that" not in text                     # an empirical choice (Going further)
     assert "for a toy's sake" not in text
+
+
+def test_05_going_further_leaves_the_main_paths_names_alone():
+    """Re-running a main-path cell after Going further must still read the toy: the random toy's
+    block is rblk, never blk."""
+    import ast
+    import json
+    cells = json.loads(NB05.read_text(encoding="utf-8"))["cells"]
+    start = next(i for i, c in enumerate(cells) if "".join(c["source"]).startswith("## Going further"))
+
+    def assigned(part):
+        return {x.id for c in part if c["cell_type"] == "code"
+                for node in ast.parse(re.sub(r"(?m)^%.*$", "", "".join(c["source"]))).body if isinstance(node, ast.Assign)
+                for target in node.targets for x in ast.walk(target) if isinstance(x, ast.Name)}
+
+    kept = {"blk", "mlp", "attn", "r", "text", "ids", "targets"} & assigned(cells[:start])
+    assert kept >= {"blk", "r", "text"} and not kept & assigned(cells[start:])
+
+
+def test_05_says_whose_weights_12_d2_misses_and_where_head_1_looks():
+    text = flat("\n".join(markdown()))
+    assert "12·d² does not count Llama 3's weights per block" in text
+    assert "notebook 4's heat map" in text
+    assert "must be nearly the same in d1, d2 and d3" in text
