@@ -19,6 +19,7 @@ and the write-it-yourself exercise 04.5 (split into heads, attend, concatenate).
   nudge, the query picker's output, head 2 on rows 4 and 5; labels by their dots, a legend
   with no empty row.
 """
+import ast
 import json
 import re
 from pathlib import Path
@@ -368,6 +369,8 @@ def test_01_merge_is_defined_in_the_first_cell_that_uses_it_and_its_ranks_are_gp
     assert ranks[2] == "h e" and ranks[6] == "Ġt he"
     flat = re.sub(r"\s+", " ", first)
     assert "third merge joins `h` + `e`" in flat and "seventh `␣t` + `he`" in flat
+    printed = ast.literal_eval(outputs_after("01_tokens", "third merge joins").strip())
+    assert [" ".join(pair) for pair in printed] == ranks[:7]          # shown on the page
 
 
 def test_01_the_real_scale_sentence_has_its_verb_next_to_its_subject():
