@@ -25,14 +25,16 @@ APART = 0.01                                         # nats below the first leve
 def level_label(level):
     """A reference level's legend entry: (value, label) or (value, label, held-out value)."""
     value, label, *held = level
-    return f"{label}, {fmt(value)}" + (f" (held out {fmt(held[0])})" if held else "")
+    same = held and abs(held[0] - value) < 0.01            # the two would draw as one line
+    return f"{label}, {fmt(value)}" + (f" (held out {fmt(held[0])}" + (", the same line here)" if same else ")")
+                                       if held else "")
 
 
 def loss_axes(ax, steps, title, levels=()):
     """Axes for loss curves: steps across, nats up on a log scale (so that the last few
-    hundredths above the floor show as well as the first fall from ln 12), ln 12 (the
-    uniform guess) dashed; levels: (value, label) or (value, label, held-out value), each
-    drawn in its own style."""
+    hundredths above the best possible loss show as well as the first fall from ln 12),
+    ln 12 (the uniform guess) dashed; levels: (value, label) or (value, label, held-out
+    value), each drawn in its own style."""
     ax.axhline(np.log(len(VOCAB)), color=GREY, linestyle="--", linewidth=1,
                label=f"uniform guess, ln {len(VOCAB)} = {fmt(np.log(len(VOCAB)))}")
     for level, (color, style) in zip(levels, LEVEL_STYLES):
@@ -292,10 +294,10 @@ def recipe_curves(sweep, levels=()):
     neither hides the other, each a grid of one panel per recipe, titled with the recipe's
     name, large enough for a projector; in each panel every run's held-out loss (orange),
     then its training loss (blue) drawn over them. The vertical scale is logarithmic in the
-    distance above 0.25 nats, just below the floor: it stretches the few hundredths between
-    the floor and the subject-blind level, so that a run that learnt the subject shows
-    apart from one that did not, and still holds the first fall from ln 12 (dashed grey)
-    and the highest spike. levels: (value, label) reference lines."""
+    distance above 0.25 nats, just below the best possible loss: it stretches the few
+    hundredths between the best possible loss and the subject-blind level, so that a run
+    that learnt the subject shows apart from one that did not, and still holds the first
+    fall from ln 12 (dashed grey) and the highest spike. levels: (value, label) reference lines."""
     if not isinstance(sweep, dict) or not {"recipes", "runs", "seeds"} <= sweep.keys():
         raise ValueError("recipe_curves takes a seed sweep, as tt.load_sweep() returns it.")
     recipes = sweep["recipes"]
