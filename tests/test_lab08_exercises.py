@@ -436,9 +436,9 @@ def test_the_labs_run_parts_from_its_heldout_curve_where_the_prose_says():
     assert record["heldout"][-1] > 1 and history[-1] < floor + 0.002
     grad = record["grad_norm"]
     assert f"{np.median(grad[99:300]):.3f}" == "0.011" and "the gradient was about 0.011 long" in text
-    assert (f"from step 306 it jumped to {grad[305]:.3f}, then " + ", ".join(f"{g:.3f}" for g in grad[306:308])
-            + f" and {grad[308]:.3f}") in text
-    assert grad[305] < 1 < min(grad[306:309]) and "which clipping leaves alone; clipping cut the next three to 1" in text
+    assert f"from a gradient {grad[305]:.3f} long, which clipping leaves alone" in text
+    assert (f"over the next three steps the gradient was {grad[306]:.3f}, {grad[307]:.3f} and {grad[308]:.3f} long, "
+            "clipping cut each to 1") in text and grad[305] < 1 < min(grad[306:309])
     assert "Adam moves each weight by about lr · m / √v" in text and "Going further B replays those steps" in text
     # the held-out set's two deciding predictions: the end's and the early-stopped model's losses
     # differ, prediction by prediction, only at the place after the animal
@@ -651,8 +651,8 @@ def test_the_lab_says_what_it_measures_and_no_more():
     assert "memorising the pairs" not in text and "memorising its corpus" not in text
     assert text.count("maximum-likelihood fit to the corpus") == 2
     assert "Four facts limit what the sweep can show" in text and "sensitive a run is to a small change" in text
-    assert "The held-out sentences of sections 6 and 7 are not a fair sample of new text" in text
-    assert "stopping early wins on them for that reason alone" in text and "as the box of section 6 warns" in text
+    assert "The held-out sentences of sections 6 and 7 (" in text and "are not a fair sample of new text" in text
+    assert "stopping training early (section 7) wins on them for that reason alone" in text and "as the box of section 6 warns" in text
     assert "it has begun to *overfit*" not in text and "starts to memorise" not in text and "by heart" not in text
     assert "It covers that luck only, from seed to seed: every run is scored on the same 14 held-out predictions" in text
     sweep, pick, _ = sweep_facts()
