@@ -357,3 +357,20 @@ def test_the_leading_endoftext_is_discussed_where_attention_sinks_are():
     where = [t for t in text if "default_prepend_bos" in t]
     assert len(where) == 1 and "## Attention, layer by layer" in where[0]
     assert where[0].index("*attention sink*") < where[0].index("default_prepend_bos")
+
+
+def test_the_stored_cache_check_runs_gpt2_smalls_shapes_too(small):
+    """Offline, the cache is checked at GPT-2 small's scale on random weights: the same tokens
+    with and without it, and the positions counted as the prose's formula says."""
+    _, outputs = stored_outputs()
+    text = next(t for t in outputs if "with and without the cache" in t)
+    lines = text.splitlines()
+    k = next(i for i, line in enumerate(lines) if line.startswith("[GPT-2's shapes, random weights]"))
+    assert lines[k].endswith("the same 5 tokens with and without the cache: True")
+    n = len(tg.gpt2_tokenizer()[0]("the cat climbed the"))
+    assert lines[k + 1].split(":")[1].strip() == str(sum(n + j for j in range(5)))
+    assert lines[k + 2].split(":")[1].strip() == str(n + 5 - 1)
+    ids = tg.gpt2_tokenizer()[0]("the cat climbed the")
+    runs = [[s["next"] for s in tm.generate(ids, params=small, n_head=12, max_new=2, eot=50256,
+                                            cache=cache)] for cache in (True, False)]
+    assert runs[0] == runs[1] and len(runs[0]) == 2
