@@ -340,7 +340,7 @@ def recipe_curves(sweep, levels=()):
         handles = [plt.Line2D([], [], color=BLUE, label="training loss"),
                    plt.Line2D([], [], color=ORANGE, label="held-out loss"),
                    plt.Line2D([], [], color=GREY, linestyle="--", label=f"ln {len(VOCAB)}, {fmt(uniform)}")]
-        handles += [plt.Line2D([], [], color=color, linestyle=style, label=level_label(level).replace(", ", ",\n", 1))
+        handles += [plt.Line2D([], [], color=color, linestyle=style, label=level_label(level).replace(", ", ",\n"))
                     for level, (color, style) in zip(levels, LEVEL_STYLES)]
         legend_ax.legend(handles=handles, loc="center", fontsize=10, frameon=False)
         fig.suptitle(f"{len(sweep['seeds'])} seeds per recipe, {arm}", fontsize=12)
