@@ -1,12 +1,7 @@
 """Notebook 04 (mask and two heads): the mask/heads widget, without a browser, and the numbers;
 the prose on head 1's part in row 4 and the 4-decimal output behind 1.989, recomputed by hand."""
 
-
-
-
-import json
 import re
-from pathlib import Path
 
 import ipywidgets as widgets
 import numpy as np
@@ -14,8 +9,8 @@ import pytest
 
 import toy_model as tm
 import toy_widgets as tw
+from test_nb01_04_content import cells, outputs_after, source
 from widget_tools import figure_of, find, heads_by_hand, open_weights_by_hand
-
 
 
 @pytest.fixture
@@ -136,28 +131,7 @@ def test_04_2_taking_the_mask_away_shrinks_every_old_weight_by_one_factor():
 
 # --- the page's prose: head 1's part in row 4, the output behind 1.989 ----------------------
 
-NB04 = Path(__file__).resolve().parents[1] / "notebooks" / "04_mask_and_heads.ipynb"
 TEXT = "the cat climbed the"
-
-
-def cells(name="04_mask_and_heads"):
-    return json.loads(NB04.read_text(encoding="utf-8"))["cells"]
-
-
-def source(cell):
-    return "".join(cell["source"])
-
-
-def outputs_after(name, words):
-    """The printed text of the code cells that follow the markdown cell containing words."""
-    cs = cells(name)
-    i = next(k for k, c in enumerate(cs) if c["cell_type"] == "markdown" and words in source(c))
-    text = []
-    for c in cs[i + 1:]:
-        if c["cell_type"] == "markdown":
-            break
-        text += ["".join(o.get("text", "")) for o in c.get("outputs", [])]
-    return "".join(text)
 
 
 def test_04_head_1_makes_ed_lose_surface_and_the_prose_follows_it_key_by_key():
