@@ -327,7 +327,7 @@ def test_training_and_heldout_losses_disagree_as_the_lab_says():
 
 
 def test_early_stopping_is_scored_on_the_rolling_median_and_picks_no_best_recipe():
-    sweep, pick, _ = sweep_facts()
+    sweep, pick, learnt = sweep_facts()
     text = prose()
     smooth = lambda r: rolling_median_low(r["heldout_history"])
     raw = lambda r: min(r["heldout_history"])
@@ -358,9 +358,9 @@ def test_early_stopping_is_scored_on_the_rolling_median_and_picks_no_best_recipe
     final_tied = {recipe: np.median([r["heldout"] for r in pick(recipe, "tied")]) for recipe in sweep["recipes"]}
     assert max(final_tied, key=final_tied.get) == "clipping"          # the worst tied recipe at the end
     jumped_first = [r for r in pick("clipping", "tied") if max(np.diff(r["history"])) > 0.5
-                    and learnt_at(r, 600, sweep_facts()[2])
+                    and learnt_at(r, 600, learnt)
                     and int(np.argmax(np.diff(r["history"]) > 0.5)) < next(
-                        s for s in range(19, 601) if learnt_at(r, s, sweep_facts()[2]))]
+                        s for s in range(19, 601) if learnt_at(r, s, learnt))]
     assert 2 in {r["seed"] for r in jumped_first} and 4 <= len(jumped_first) <= 6          # 16 / 3 = 5.3
     assert "about a third of this recipe's tied runs do what seed 2 does" in text
     assert "one of the lowest of the ten" not in text and "which did as well as any" not in text

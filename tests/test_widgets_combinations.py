@@ -170,7 +170,7 @@ def test_mask_and_heads_every_combination(masked, show):
         expected = np.where(np.tril(np.ones((n, n), bool)), w, np.nan) if masked else w
         assert np.allclose(np.asarray(im.get_array()), expected, equal_nan=True)
         assert [[t.get_text() for t in row] for row in texts] == \
-            [["" if np.isnan(v) else f"{v:.2f}" for v in row] for row in expected]
+            [["" if np.isnan(v) else f"{v:.3f}" for v in row] for row in expected]
     line = html.unescape(find(root, widgets.HTML)[0].value)
     if not masked:
         leak, h, i = max((np.triu(r["heads"][h]["weights"], 1).sum(1)[i], h, i)
