@@ -554,8 +554,7 @@ def test_03_gain_and_bias_are_defined_where_first_used():
 def test_03_the_softmax_of_raw_scores_of_size_64_hardly_responds_to_a_nudge():
     """The notebook's draws, repeated with the same seed; the response of the 5 weights to a
     step of score 0, summed, is 2 w0 (1 - w0) per unit (the softmax's derivative by hand).
-    The prose quotes the medians and the share below 0.01, and per unit of q·k (score 0
-    times √d_head for the scaled head) the medians and the means."""
+    The prose quotes the medians and the share below 0.01."""
     rng = np.random.default_rng(1)
     response, largest = {}, {}
     for d in (2, 64):
@@ -572,7 +571,6 @@ def test_03_the_softmax_of_raw_scores_of_size_64_hardly_responds_to_a_nudge():
     assert "2·w₁(1 − w₁)" in flat and "If a head's q and k entries had variance 1 (the assumption above)" in flat
     med = {key: float(np.median(r)) for key, r in response.items()}
     share = {key: float(np.mean(r < 0.01)) for key, r in response.items()}
-    per_qk = {False: response[64, False], True: response[64, True] / 8}
 
     def quoted(pattern):
         """The figures the prose quotes where the pattern's groups are."""
@@ -583,23 +581,19 @@ def test_03_the_softmax_of_raw_scores_of_size_64_hardly_responds_to_a_nudge():
     assert f"the largest weight averages {tw.fmt(largest[64, False])}" in flat and "**gradient**" in flat
     # the notebook nudges by 0.001: its figures and the derivative by hand agree to the last
     # digit or so (a share to one query in 1000)
-    tolerances = [1.5e-4, 1.1e-3] + [1.5e-4] * 6
+    tolerances = [1.5e-4, 1.1e-3] + [1.5e-4] * 2
     for tolerance, got, want in zip(tolerances,
             quoted(r"For the raw scores of size 64 the median is (N), and a share of (N), about two "
                    r"queries in three, hardly respond")
             + quoted(r"Divided by √64, the median is (N), about the small head's raw (N), and not one "
-                     r"of the 1000 queries is below 0\.01")
-            + quoted(r"the typical scaled query passes on (N) against the raw head's (N)\. The means "
-                     r"say the opposite, (N) raw against (N) scaled"),
-            [med[64, False], share[64, False], med[64, True], med[2, False],
-             np.median(per_qk[True]), np.median(per_qk[False]), per_qk[False].mean(), per_qk[True].mean()],
+                     r"of the 1000 queries is below 0\.01"),
+            [med[64, False], share[64, False], med[64, True], med[2, False]],
             strict=True):
         assert abs(got - want) < tolerance + 2e-3 * abs(want), (got, want)
     assert 0.6 < share[64, False] < 0.7 and share[64, True] == 0
     assert (f"the largest weight also stays at {tw.fmt(largest[64, True])}, close to the small "
             f"head's {tw.fmt(largest[2, True])}") in flat
-    assert np.median(per_qk[True]) > 50 * np.median(per_qk[False])
-    assert per_qk[False].mean() > per_qk[True].mean(), "the means say the opposite"
+    assert "keeps a big head as responsive as a small one for almost every query" in flat
 
 
 def head_1_by_hand(text=TEXT):
