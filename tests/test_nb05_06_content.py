@@ -15,7 +15,9 @@ the random toy that shows gains, biases and a second block, and their new exerci
 """
 import base64
 import json
+import math
 import re
+from fractions import Fraction
 from pathlib import Path
 
 import ipywidgets as widgets
@@ -25,6 +27,7 @@ import pytest
 import toy_model as tm
 import toy_train as tt
 import toy_widgets as tw
+from toy_widgets.exercises import EXERCISES
 from widget_tools import find, output_pngs, shown, text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,6 +80,12 @@ def test_05_quotes_gelu_the_flat_mlp_change_and_the_hand_built_unit_as_computed(
     assert quoted(NB05, "a small negative number ({} at u = -1)") == [tw.fmt(tm.gelu(-1.0))]
     x5, y5 = tm.run(TEXT, attention_on=False)["x"][-1], tm.run(TEXT, attention_on=False)["y"][-1]
     assert x5[3] == 2 and quoted(NB05, "turns d4's 2 into {}") == [tw.fmt(y5[3])]
+    # y_5 = scale·x_5 + shift, read off d1 (where x_5 is 0) and d4; d2 and d3 fit it to 0.002
+    shift, scale = y5[0], (y5[3] - y5[0]) / x5[3]
+    assert np.abs(y5 - (scale * x5 + shift)).max() < 2e-3
+    assert f"y_5 ≈ {scale:.2f}·x_5 + {shift:.3f}" in json.dumps(load(NB05), ensure_ascii=False)
+    assert f"nearly exactly, y₅ ≈ {scale:.2f}·x₅ + {shift:.3f}, the row shrunk" in " ".join(
+        prose(NB05).split())
     ids = tm.encode(TEXT + " roof")
     mine = tm.copy_params()
     unit = mine["blocks"][0]["mlp"]
@@ -104,6 +113,23 @@ def test_05_breaks_13d_down_and_no_longer_tells_the_fit_story_mid_page():
 
 def test_05_points_at_no_table_its_picture_lacks():
     assert "Compare the table" not in prose(NB05)
+
+
+def test_05_and_06_say_what_a_row_knows_with_attention_off_and_which_units_learn():
+    """Only position 1's row of the position table is non-zero, so a later row knows its token
+    and that it is not first; the units whose c_proj row is 0 get no signal under any activation."""
+    wpe = np.asarray(tm.PARAMS["wpe"])
+    assert wpe[0].any() and not wpe[1:].any()
+    text05, text06 = (" ".join(prose(p).split()) for p in (NB05, NB06))
+    assert "knows only its own token and, in the toy, whether it is the first position" in text05
+    assert "knows only that it holds ␣the and is not the first token" in text06
+    assert "at position 5, nothing about" not in text06 and "its own token and its position" not in text05
+    assert "holds `␣the` and is not the first token" in EXERCISES["05.4"]["solution"]()
+    c_proj = np.asarray(tm.PARAMS["blocks"][0]["mlp"]["c_proj"]["w"])
+    writers = [f"u{j + 1}" for j in range(8) if c_proj[j].any()]
+    assert writers == ["u2", "u4", "u5", "u6", "u7"]
+    assert "every unit that writes into the stream (u2, u4 to u7) still get a signal" in text05
+    assert "u1, u3 and u8 write nothing, so theirs get none under either activation" in text05
 
 
 def test_06_quotes_the_tying_mechanism_as_computed():
@@ -583,19 +609,30 @@ def test_06_concludes_only_what_three_runs_of_200_steps_show():
         assert claim not in text_
 
 
-def test_06_scores_roof_by_hand_to_4_decimals_and_says_how_the_model_differs():
-    """On paper, with f_5 rounded to 3 decimals, 2.4905; the model, unrounded, 2.4907: both
-    printed, both quoted, computed here from the weights by hand."""
+def test_06_scores_roof_by_hand_as_the_page_does_and_says_how_the_model_differs():
+    """On paper, with f_5 and each product rounded to 3 decimals (a final 5 up), 0.494 + 0.928 +
+    1.069 = 2.491, as on the Output page; the model, unrounded, 2.4907: both printed, both quoted,
+    computed here from the weights by hand, in exact fractions."""
     r = tm.run(TEXT)
     y5 = np.asarray(r["y"][-1])
     f5 = (y5 - y5.mean()) / np.sqrt(y5.var() + 1e-5)               # ln_f: gain 1, bias 0
     col = np.asarray(tm.PARAMS["w_u"])[:, tm.VOCAB.index(" roof")]
-    paper, model = float(np.round(f5, 3) @ col), float(f5 @ col)
+    products = [Fraction(round(a * 1000), 1000) * Fraction(b) for a, b in zip(f5, col) if b != 0]
+    terms = [Fraction(math.floor(t * 1000 + Fraction(1, 2)), 1000) for t in products]
+    shown = [f"{float(t):.3f}" for t in terms]
+    assert shown == ["0.494", "0.928", "1.069"]                     # the Output page's line
+    paper, model = f"{float(sum(terms)):.3f}", float(f5 @ col)
     outs = json.dumps(load(NB06), ensure_ascii=False)
-    assert f"= {paper:g}" in outs and f"z = {model:.4f} (to 3 decimals, {tw.fmt(model)})" in outs
+    assert f"= {' + '.join(shown)} = {paper}" in outs
+    assert f"z = {model:.4f} (to 3 decimals, {tw.fmt(model)})" in outs
     text_ = re.sub(r"\s+", " ", prose(NB06))
-    assert f"On paper the sum is {paper:g}; the model gets {model:.4f}" in text_
-    assert "which rounds to the model's" not in text_
+    assert f"On paper the sum is {paper}; the model, which rounds nothing, gets {model:.4f}" in text_
+    assert "which rounds to the model's" not in text_ and "2.4905" not in text_ + outs
+
+
+def test_06_names_no_probabilities_before_06_1_asks_for_them():
+    first = "".join(load(NB06)["cells"][0]["source"])
+    assert "**Out:** 5 × 12 numbers, one row per position" in first and "logits and p" not in first
 
 
 def test_06_keeps_exercise_answers_below_their_questions():

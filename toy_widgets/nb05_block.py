@@ -115,8 +115,8 @@ choice_exercise(
     solution=lambda: (
         f"`{token_name(int(np.argmax(_dog_off())))}`, with p = {fmt(_dog_off().max())}, as for the cat "
         f"(try `tm.run(\"{_DOG}\", attention_on=False)[\"p\"][-1]`). Without attention, the last row "
-        "knows only that it holds `␣the` at position 5; the earlier words, dog or cat, never reach it, "
-        "so the model predicts what follows any \"the\"."))
+        "knows only that it holds `␣the` and is not the first token; the earlier words, dog or cat, "
+        "never reach it, so the model predicts what follows any \"the\"."))
 
 
 def _ln_rows(x, ddof=0, center=True, eps=1e-5, eps_inside=True, axis=-1):
