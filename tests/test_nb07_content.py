@@ -492,3 +492,23 @@ def test_07_4_accepts_the_share_from_notebook_6s_rounded_exponentials():
     for typed_text in ("0.264", "0.263"):
         assert tw.exercise("07.4").try_answer(typed_text) == "Right: 0.263."
     assert not tw.exercise("07.4").try_answer("0.265").startswith("Right")
+
+
+def test_07_says_which_settings_keep_climb_and_which_libraries_order_top_k_first():
+    """After ␣roof, top-k 3 (at T = 1 and at 1.5, the table's setting) and top-p 0.9 at T = 1
+    both keep ␣climb: the kept sets worked out here by hand from the logits."""
+    z = tm.forward(tm.encode("the cat climbed the roof"))[-1]
+    climb = tm.VOCAB.index(" climb")
+    for T in (1.0, 1.5):
+        assert climb in np.argsort(-z / T)[:3]
+    p = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+    order = np.argsort(-p)
+    kept = order[: int(np.searchsorted(np.cumsum(p[order]), 0.9)) + 1]
+    assert climb in kept
+    text_ = " ".join(prose().split())
+    assert ("with top-k 3 (at T = 1 or 1.5) and top-p 0.9, the settings used below, both keep "
+            "␣climb there") in text_
+    table = next(source(c) for c in CELLS if "settings = {" in source(c))
+    assert "temperature=1.5, top_k=3" in table and "temperature=1, top_p=0.9" in table
+    assert "In many of them, top-p is measured on what top-k left" in text_ and "llama.cpp" in text_
+    assert "greedy is also `tm.generate`'s default" in text_ and "and why it is" not in text_
