@@ -661,5 +661,5 @@ def test_04_head_2s_story_covers_rows_4_and_5_with_the_models_numbers():
     assert f'Its "ending" is -{f(-ln1[3, 2])}, so its query is -{f(-q[3, 0])}' in prose
     assert f"its output is mostly `␣climb`'s -1: -{f(-out[3, 0])}" in prose
     assert f"the row gains +{f(written[3, 0])} on" in prose
-    assert f"Its output is half of `␣cat`'s own \"go on\", {f(out[1, 0])}" in prose
+    assert f"Its output is half of `␣cat`'s own \"go on\" after LayerNorm (`the`'s is 0), {f(out[1, 0])}" in prose
     assert f"W_O turns that into -{f(-written[1, 0])}" in prose

@@ -145,11 +145,14 @@ def test_04_head_1_makes_ed_lose_surface_and_the_prose_follows_it_key_by_key():
     prose = re.sub(r"\s+", " ", "\n".join(source(c) for c in cells("04_mask_and_heads")
                                           if c["cell_type"] == "markdown")).replace("−", "-")
     assert f'`ed` *loses* "surface", -{f(-out[3, 0] * wo[0, 1])}' in prose
-    assert (f"gets only {f(weights[3, 2])} of the weight, while `ed` gives {f(weights[3, 3])} to itself, "
-            f"whose value is -{f(-ln1[3, 2])}. The sum is negative, -{f(-out[3, 0])}, and W_O doubles it: "
-            f"-{f(-out[3, 0] * wo[0, 1])}") in prose
+    w, v = weights[3], ln1[:, 2]                             # head 1's value is each key's ending
+    assert (f"gets only {f(w[2], 4)} of the weight, while `ed` gives {f(w[3], 4)} to itself, "
+            f"whose value is -{f(-v[3], 4)}. The sum is negative, {f(w[2] * v[2], 4)} - {f(-w[3] * v[3], 4)} "
+            f"= -{f(-out[3, 0], 4)}, and W_O doubles it: -{f(-out[3, 0] * wo[0, 1])}") in prose
+    # the printed parts add up to the printed sum, to the last digit
+    assert abs(round(w[2] * v[2], 4) + round(w[3] * v[3], 4) - round(out[3, 0], 4)) < 1e-9
     printed = outputs_after("04_mask_and_heads", "Row 4 of head 1, key by key")
-    assert f"head 1's output for ed: -{f(-out[3, 0])} · times 2 on surface: -{f(-out[3, 0] * 2)}" in printed
+    assert f"head 1's output for ed: -{f(-out[3, 0], 4)} · times 2 on surface: -{f(-out[3, 0] * 2)}" in printed
 
 
 def test_04_the_output_behind_1_989_is_printed_to_4_decimals():
