@@ -162,7 +162,7 @@ def test_the_stored_lab_says_only_what_it_shows_and_cites_what_gpt2_does():
                   "The tests check", "the tests check this"]:
         assert claim not in prose, f"stated as if it were on the page: {claim!r}"
     # one note, where the part that needs the weights begins, says what the stored run shows
-    note = "every table below that sets `[the toy]` beside `[the toy, as GPT-2]` shows one model twice"
+    note = "In the stored run, made without them, the loaded model is the toy itself"
     assert prose.count(note) == 1
     section = next("".join(c["source"]) for c in cells if c["cell_type"] == "markdown"
                    and "".join(c["source"]).startswith("## Step 6 again"))
@@ -194,7 +194,8 @@ def test_the_lab_says_transformers_can_open_the_folder_and_where_that_is_checked
     code = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
     assert "from_pretrained" not in code and "opens such a folder and computes" not in prose
     assert "`GPT2LMHeadModel.from_pretrained` can open such a folder and compute the toy's logits" in prose
-    assert "the course's tests do when PyTorch is installed (`tests/test_gpt2.py`)" in prose
+    assert ("it is checked by the course's tests, not on this page: when PyTorch is installed, "
+            "`tests/test_gpt2.py` opens the folder with it") in prose
     tests = (Path(__file__).parent / "test_gpt2.py").read_text(encoding="utf-8")
     assert 'importorskip("torch")' in tests and "GPT2LMHeadModel.from_pretrained(toy_folder)" in tests
 
@@ -228,6 +229,29 @@ def stored_outputs():
     path = Path(__file__).resolve().parents[1] / "notebooks" / "09_gpt2.ipynb"
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     return cells, ["".join(o.get("text", [])) for c in cells for o in c.get("outputs", [])]
+
+
+def test_offline_the_toy_shows_once_with_one_line_on_the_loaded_copy_and_tying_is_shown():
+    """Stored without GPT-2's weights, the loaded model is the toy: after the one line that
+    says how closely it agrees with the course's toy, no table shows a "[the toy, as GPT-2]"
+    column beside "[the toy]"; a tied checkpoint's load is shown (its w_u a view of wte);
+    what to look for in GPT-2 small's columns is gathered in one marked note."""
+    import re
+    cells, outputs = stored_outputs()
+    agree = next(i for i, t in enumerate(outputs) if "agrees with [the toy]" in t)
+    line = outputs[agree].splitlines()[0]
+    assert "same most likely token at every position: True" in line
+    assert float(re.search(r"largest difference in p: (\S+)$", line).group(1)) < 1e-6
+    for text in outputs[agree + 1:]:
+        header = text.splitlines()[0] if text else ""
+        assert not ("[the toy]" in header and "[the toy, as GPT-2]" in header), header
+    assert "[the toy, as GPT-2], block 1" not in "".join(outputs)
+    assert any("[the toy, tied, as GPT-2] loaded as tied: True · w_u shares wte's memory: True"
+               in t for t in outputs)
+    _, prose = lab_prose()
+    assert prose.count("### With GPT-2 small loaded") == 1
+    assert prose.count("With GPT-2 small loaded") == 2                  # the heading, and the pointer to it
+    assert "With GPT-2 small's weights loaded, look at" not in prose
 
 
 def test_the_stored_shapes_table_shows_gpt2_smalls_shapes_in_a_column_of_their_own():
