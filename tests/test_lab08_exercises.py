@@ -7,7 +7,6 @@ and the stored live curve is the finished run, not empty axes.
 """
 import base64
 import io
-import itertools
 import json
 import re
 from pathlib import Path
@@ -21,6 +20,24 @@ import toy_widgets as tw
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "08_training.ipynb"
+
+
+# --- 08.3 the loss's backward -------------------------------------------------------------
+
+def loss_backward_row_by_row(logits, targets):
+    """A learner's long way: each row's p from exp and its sum, the target's entry less 1, over n."""
+    return np.array([[(np.exp(v) / sum(np.exp(z)) - (j == t)) / len(targets) for j, v in enumerate(z)]
+                     for z, t in zip(logits, targets)])
+
+
+def test_loss_backward_written_another_way_passes_and_mistakes_get_their_sentence():
+    assert tw.answer_code("08.3", loss_backward_row_by_row)[0] is True
+    mine = loss_backward_row_by_row
+    for wrong, words in [(lambda z, t: mine(z, t) * len(t), "mean over the rows"), (lambda z, t: -mine(z, t), "uphill"),
+                         (lambda z, t: mine(z, t) + np.eye(z.shape[-1])[t] / len(t), "subtract the onehot"),
+                         (lambda z, t: mine(z, t)[:, ::-1], "Not yet, on the example's logits")]:
+        ok, message = tw.answer_code("08.3", wrong)
+        assert ok is False and words in message, message
 
 
 # --- 08.6 softmax's backward -------------------------------------------------------------
@@ -430,6 +447,9 @@ def test_the_labs_run_parts_from_its_heldout_curve_where_the_prose_says():
             f"(steps 306 to {spike})") in text and "rang for" not in text
     assert history[305] < history[306] and history[304] > history[305]          # the rise starts at step 306
     assert "The lowest point, at step 330 (the left-hand marker), lies in the oscillation after the spike" in text
+    smooth = np.median(np.lib.stride_tricks.sliding_window_view(record["heldout"], 21), axis=1)
+    assert f"{record['heldout'][best]:.3f}" == "0.327" and f"{smooth.min():.3f}" == f"{levels()[2]:.3f}" == "0.338"
+    assert "this run's lowest point is 0.338, no lower than the subject-blind value" in text
     assert spike < best < spike + 30 and min(flat) - 0.01 < record["heldout"][best] < min(flat)   # partly noise
     assert f"between {min(flat):.3f} and {max(flat):.3f}" == "between 0.331 and 0.346"
     assert "it lies between 0.331 and 0.346" in text
@@ -527,68 +547,6 @@ def notebook_function(name):
     return space[name]
 
 
-def holm_by_hand(p):
-    """Holm's step-down adjustment written as its definition: for the i-th smallest,
-    the largest of (m - j) p_(j) over j <= i, capped at 1."""
-    order = sorted(range(len(p)), key=lambda i: p[i])
-    out, running = [0.0] * len(p), 0.0
-    for rank, i in enumerate(order):
-        running = max(running, (len(p) - rank) * p[i])
-        out[i] = min(1.0, running)
-    return out
-
-
-def test_holm_of_the_notebook_on_a_case_worked_by_hand():
-    holm = notebook_function("holm")
-    # sorted: 0.005 x 4 = 0.02, 0.01 x 3 = 0.03, 0.03 x 2 = 0.06, 0.04 x 1 = 0.04 -> kept at 0.06
-    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
-    assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0]) and holm([0.2]) == pytest.approx([0.2])
-
-
-def within_arm_pairs(test):
-    """(arm, recipe a, recipe b, seeds only a passed, seeds only b passed, McNemar p) for the 20
-    pairs of recipes within an arm, their runs paired by seed."""
-    sweep, pick, _ = sweep_facts()
-    rows = []
-    for arm in ("own W_U", "tied"):
-        for a, b in itertools.combinations(sweep["recipes"], 2):
-            x, y = (sum(map(test, pick(r, arm))) for r in (a, b))
-            only_a, only_b = discordant(pick(a, arm), pick(b, arm), test)
-            rows.append((arm, a, b, only_a, only_b, mcnemar_p(only_a, only_b)))
-    return rows
-
-
-def test_after_holms_correction_one_jump_difference_survives():
-    _, _, learnt = sweep_facts()
-    text = prose()
-    jumped = within_arm_pairs(lambda r: max(np.diff(r["history"])) > 0.5)
-    adjusted = holm_by_hand([row[-1] for row in jumped])
-    assert len(jumped) == 20 and "20 in all" in text
-    survivors = [row[:5] for row, q in zip(jumped, adjusted) if q < 0.05]
-    assert survivors == [("tied", "constant lr", "warmup + decay + clipping", 11, 0)]
-    raw = {row[:5]: row[-1] for row in jumped}
-    p = raw[survivors[0]]
-    assert f"(11 seeds against 0, p = {p:.2g}, Holm p = {min(adjusted):.2g})" in text and f"{p:.2g}" == "0.00098"
-    table = printed("from itertools import combinations")
-    for arm, a, b, x, y in [("own W_U", "warmup + decay", "clipping", 6, 0), ("tied", "constant lr", "warmup + decay", 8, 0),
-                            ("tied", "clipping", "warmup + decay + clipping", 8, 0)]:
-        (line,) = [l for l in table.splitlines() if l.startswith(f"{arm} ") and f" {a} vs {b}  " in l]
-        assert f"{x} vs {y}" in line and line.split()[-2] == f"{raw[(arm, a, b, x, y)]:.2g}" and float(line.split()[-1]) > 0.05
-    assert sum(p < 0.05 for p in raw.values()) == 4
-    assert "four pairs have a McNemar p below 0.05, and only one keeps its Holm p below 0.05" in text
-    assert "Fisher p" not in "".join(outputs_of(c) for c in notebook()["cells"] if c["cell_type"] == "code")
-    learns = within_arm_pairs(lambda r: learnt_at(r, 600, learnt))
-    q = dict(zip([row[:3] for row in learns], holm_by_hand([row[-1] for row in learns])))
-    weakest = q[("tied", "clipping", "warmup + decay + clipping")]
-    assert weakest > 0.05 and f"not significant even before correction; Holm p = {weakest:.2g} over the 20 pairs" in text
-    assert min(q.values()) > 0.05
-    assert 40 * p < 0.05 and "taken as one family of 40, the survivor would still pass, since 40 × 0.00098 is below 0.05" in text
-    biggest = min(learns, key=lambda row: row[-1])
-    assert biggest[:5] == ("tied", "constant lr", "clipping", 0, 7)
-    assert (f"with clipping 11 runs learnt the subject, without it 4, in 7 seeds against 0 "
-            f"(p = {biggest[-1]:.2g}, Holm p = {q[biggest[:3]]:.2g})") in text
-
-
 def test_mcnemar_and_the_paired_bootstrap_of_the_notebook():
     sign_test, mcnemar, paired_bootstrap = (notebook_function(name) for name in ("sign_test", "mcnemar", "paired_bootstrap"))
     mcnemar.__globals__["sign_test"] = sign_test
@@ -657,11 +615,6 @@ def test_the_lab_says_what_it_measures_and_no_more():
     assert "It only asks whether the unseen pairs of animal and place stay possible, so a model stopped before" in text
     assert "Here early stopping keeps a model from before the subject was learnt, as the box of section 6 warns" in text
     assert "Read this first" not in text and "can even beat" not in text
-    held = {}
-    tt.train(tt.load_corpus(), steps=600, seed=2, lr=0.05, clip=1.0, tied=True, heldout=tt.load_heldout(), record=held)
-    smooth = np.median(np.lib.stride_tricks.sliding_window_view(held["heldout"], 21), axis=1)
-    assert f"{min(held['heldout']):.3f}" == "0.327" and f"{smooth.min():.3f}" == f"{levels()[2]:.3f}" == "0.338"
-    assert "this run's lowest point is 0.338, no lower than the subject-blind value" in text
     assert "it has begun to *overfit*" not in text and "starts to memorise" not in text and "by heart" not in text
     assert "It covers that luck only, from seed to seed: every run is scored on the same 14 held-out predictions" in text
     sweep, pick, _ = sweep_facts()

@@ -1,8 +1,9 @@
 """Lab 08's held-out measurement and its measures of chance: the held-out file holds only
 sentences the corpus lacks, train() measures the held-out loss step by step and can stop
 early, and Fisher's exact test and the bootstrap interval give what is computed here in
-another way (enumeration, a hand-written hypergeometric law, known cases); section 7's spike
-replayed with an Adam written here, and the steps its picture marks."""
+another way (enumeration, a hand-written hypergeometric law, known cases), as does Holm's
+correction of the sweep's 20 pairs of recipes; section 7's spike replayed with an Adam
+written here, and the steps its picture marks."""
 import itertools
 import re
 from math import exp, lgamma
@@ -13,7 +14,8 @@ import pytest
 import toy_model as tm
 import toy_train as tt
 import toy_widgets as tw
-from test_lab08_exercises import levels, prose
+from test_lab08_exercises import (discordant, learnt_at, levels, mcnemar_p, notebook, notebook_function,
+                                 outputs_of, printed, prose, sweep_facts)
 
 
 # --- The held-out file --------------------------------------------------------------------
@@ -223,3 +225,67 @@ def test_the_live_curve_marks_the_steps_the_prose_points_to():
     assert f"subject-blind level, {blind:.3f} (held out {held:.3f}, the same line here)" in [
         t.get_text() for t in ax.get_legend().get_texts()]
     assert "(the right-hand marker)" in prose() and "(the left-hand marker)" in prose()
+
+
+# --- Holm's correction over the 20 pairs of recipes within an arm -----------------------------
+
+def holm_by_hand(p):
+    """Holm's step-down adjustment written as its definition: for the i-th smallest,
+    the largest of (m - j) p_(j) over j <= i, capped at 1."""
+    order = sorted(range(len(p)), key=lambda i: p[i])
+    out, running = [0.0] * len(p), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, (len(p) - rank) * p[i])
+        out[i] = min(1.0, running)
+    return out
+
+
+def test_holm_of_the_notebook_on_a_case_worked_by_hand():
+    holm = notebook_function("holm")
+    # sorted: 0.005 x 4 = 0.02, 0.01 x 3 = 0.03, 0.03 x 2 = 0.06, 0.04 x 1 = 0.04 -> kept at 0.06
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0]) and holm([0.2]) == pytest.approx([0.2])
+
+
+def within_arm_pairs(test):
+    """(arm, recipe a, recipe b, seeds only a passed, seeds only b passed, McNemar p) for the 20
+    pairs of recipes within an arm, their runs paired by seed."""
+    sweep, pick, _ = sweep_facts()
+    rows = []
+    for arm in ("own W_U", "tied"):
+        for a, b in itertools.combinations(sweep["recipes"], 2):
+            x, y = (sum(map(test, pick(r, arm))) for r in (a, b))
+            only_a, only_b = discordant(pick(a, arm), pick(b, arm), test)
+            rows.append((arm, a, b, only_a, only_b, mcnemar_p(only_a, only_b)))
+    return rows
+
+
+def test_after_holms_correction_one_jump_difference_survives():
+    _, _, learnt = sweep_facts()
+    text = prose()
+    jumped = within_arm_pairs(lambda r: max(np.diff(r["history"])) > 0.5)
+    adjusted = holm_by_hand([row[-1] for row in jumped])
+    assert len(jumped) == 20 and "20 in all" in text
+    survivors = [row[:5] for row, q in zip(jumped, adjusted) if q < 0.05]
+    assert survivors == [("tied", "constant lr", "warmup + decay + clipping", 11, 0)]
+    raw = {row[:5]: row[-1] for row in jumped}
+    p = raw[survivors[0]]
+    assert f"(11 seeds against 0, p = {p:.2g}, Holm p = {min(adjusted):.2g})" in text and f"{p:.2g}" == "0.00098"
+    table = printed("from itertools import combinations")
+    for arm, a, b, x, y in [("own W_U", "warmup + decay", "clipping", 6, 0), ("tied", "constant lr", "warmup + decay", 8, 0),
+                            ("tied", "clipping", "warmup + decay + clipping", 8, 0)]:
+        (line,) = [l for l in table.splitlines() if l.startswith(f"{arm} ") and f" {a} vs {b}  " in l]
+        assert f"{x} vs {y}" in line and line.split()[-2] == f"{raw[(arm, a, b, x, y)]:.2g}" and float(line.split()[-1]) > 0.05
+    assert sum(p < 0.05 for p in raw.values()) == 4
+    assert "four pairs have a McNemar p below 0.05, and only one keeps its Holm p below 0.05" in text
+    assert "Fisher p" not in "".join(outputs_of(c) for c in notebook()["cells"] if c["cell_type"] == "code")
+    learns = within_arm_pairs(lambda r: learnt_at(r, 600, learnt))
+    q = dict(zip([row[:3] for row in learns], holm_by_hand([row[-1] for row in learns])))
+    weakest = q[("tied", "clipping", "warmup + decay + clipping")]
+    assert weakest > 0.05 and f"not significant even before correction; Holm p = {weakest:.2g} over the 20 pairs" in text
+    assert min(q.values()) > 0.05
+    assert 40 * p < 0.05 and "taken as one family of 40, the survivor would still pass, since 40 × 0.00098 is below 0.05" in text
+    biggest = min(learns, key=lambda row: row[-1])
+    assert biggest[:5] == ("tied", "constant lr", "clipping", 0, 7)
+    assert (f"with clipping 11 runs learnt the subject, without it 4, in 7 seeds against 0 "
+            f"(p = {biggest[-1]:.2g}, Holm p = {q[biggest[:3]]:.2g})") in text

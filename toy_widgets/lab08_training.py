@@ -223,26 +223,42 @@ number_exercise(
         "share the toy's \"noun\" dimension."))
 
 
-def _sgd_cases():
-    ids, targets, _ = _example()
-    _, grads = toy_train.loss_and_grads(ids, targets)
-    rng = np.random.default_rng(8)
-    return [("W_U with its gradient, lr = 1", (PARAMS["w_u"], grads["w_u"], 1.0)),
-            ("wte with its gradient, lr = 0.1", (PARAMS["wte"], grads["wte"], 0.1)),
-            ("a random 3 × 2 weight, lr = 0.5", (rng.normal(size=(3, 2)), rng.normal(size=(3, 2)), 0.5))]
+def _loss_cases():
+    ids, targets, logits = _example()
+    rng = np.random.default_rng(83)
+    return [("the example's logits (5 rows) and targets", (logits, targets)),
+            ("random logits for 3 rows", (rng.normal(0, 1, (3, len(VOCAB))), [2, 7, 11])),
+            ("one row of larger logits", (rng.normal(0, 3, (1, len(VOCAB))), [4]))]
+
+
+def _loss_measured(logits, targets):
+    return _measured(lambda z: np.array(_model.cross_entropy(z, targets)), logits, 1.0, eps=1e-5)
+
+
+def _p_minus_onehot(logits, targets, axis=-1):
+    return _model.softmax(logits, axis=axis) - np.eye(logits.shape[-1])[targets]
 
 
 code_exercise(
-    "08.3", "Write `sgd_update(w, g, lr)`: one step of gradient descent on one weight array w "
-            "whose gradient is g. Return the new array (leave w itself unchanged: the model's "
-            "weights are read-only).",
-    reference=lambda w, g, lr: toy_train.sgd_step({"w": w}, {"w": g}, lr)["w"], cases=_sgd_cases,
-    mistakes=[(lambda w, g, lr: w + lr * g, "that climbs uphill: the step goes against the gradient."),
-              (lambda w, g, lr: w - g, "the learning rate sets the size of the step: multiply g by lr."),
-              (lambda w, g, lr: -lr * g, "return the new weights, not only the change: start from w."),
-              (lambda w, g, lr: w - g / lr, "multiply by lr, do not divide.")],
-    solution='''def sgd_update(w, g, lr):
-    return w - lr * g          # a new array; w itself is not changed''')
+    "08.3", "Write `loss_backward(logits, targets)`: logits has one row of scores per position "
+            "(n × V), targets the n target token ids. Return the gradient of the loss, the mean "
+            "of −ln p(target) over the n rows, with respect to the logits (logits' shape). It is "
+            "checked against finite differences of `tm.cross_entropy`.",
+    reference=_loss_measured, cases=_loss_cases,
+    mistakes=[(lambda z, t: _p_minus_onehot(z, t), "the loss is the mean over the rows: divide "
+               "each row's gradient by the number of rows, len(targets)."),
+              (lambda z, t: -_p_minus_onehot(z, t) / len(t), "that points uphill: the gradient is "
+               "p − onehot, not onehot − p."),
+              (lambda z, t: _model.softmax(z) / len(t), "subtract the onehot: the target's own "
+               "logit gets p − 1."),
+              (lambda z, t: _p_minus_onehot(z, t) / z.shape[-1], "divide by the number of rows, "
+               "len(targets), not by the number of tokens."),
+              (lambda z, t: _p_minus_onehot(z, t, axis=0) / len(t), "softmax runs along each row "
+               "(axis=-1): p is one position's probabilities over the tokens.")],
+    solution='''def loss_backward(logits, targets):
+    p = tm.softmax(logits)                          # [n, V]: each row sums to 1
+    onehot = np.eye(logits.shape[-1])[targets]      # a 1 at each row's target
+    return (p - onehot) / len(targets)              # the loss is the mean over the n rows''')
 
 
 _PROMPT_4, _TOKEN_4 = "the dog climbed the", "␣wall"
