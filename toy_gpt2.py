@@ -388,7 +388,9 @@ def load_gpt2(folder):
 
     Returns a dict: params (PARAMS' layout, float32; w_u is wte^T itself when the checkpoint
     has no lm_head), n_head, encode, decode, config, tied, eot (the id of <|endoftext|>),
-    vocab and merges. Then forward(ids, lab["params"], lab["n_head"]) runs the model.
+    vocab, merges, and skipped: the names in the file that are not weights (such as a
+    block's attn.bias, a stored causal mask), left unread. Then forward(ids, lab["params"],
+    lab["n_head"]) runs the model.
     Everything read is checked against config.json: what is wrong gets one sentence."""
     from safetensors import SafetensorError
     from safetensors.numpy import load_file
@@ -441,7 +443,7 @@ def load_gpt2(folder):
         encode, decode = bpe_tokenizer(vocab, merges)
     return {"params": params, "n_head": sizes["n_head"], "encode": encode, "decode": decode,
             "config": config, "tied": tied, "eot": vocab.get(ENDOFTEXT), "vocab": vocab,
-            "merges": merges}
+            "merges": merges, "skipped": sorted(set(stored) - set(shapes) - {"lm_head.weight"})}
 
 
 def _write_files(folder, contents, overwrite):
@@ -471,17 +473,20 @@ def _write_files(folder, contents, overwrite):
     return folder
 
 
-def save_gpt2(folder, params=PARAMS, n_head=N_HEAD, overwrite=False):
+def save_gpt2(folder, params=PARAMS, n_head=N_HEAD, overwrite=False, masks=False):
     """Write params as a GPT-2 checkpoint: config.json and model.safetensors, with Hugging
     Face's names, so GPT-2 tools open it (transformers' GPT2LMHeadModel.from_pretrained).
     An untied w_u is stored as lm_head.weight. Everything is checked before anything is
     written; a folder that already holds a checkpoint is left alone unless overwrite=True.
-    Returns the folder."""
+    masks=True also stores each block's causal mask as attn.bias, [1, 1, n_ctx, n_ctx], as
+    older versions of transformers write GPT-2's checkpoint. Returns the folder."""
     from safetensors.numpy import save
     as_path(folder, "save_gpt2", "folder")
     n_head = check_params(params, n_head)
     if overwrite is not True and overwrite is not False:
         raise ValueError(f"overwrite is True or False, not {overwrite!r}.")
+    if masks is not True and masks is not False:
+        raise ValueError(f"masks is True or False, not {masks!r:.40}.")
     vocab_size, d = np.shape(params["wte"])
     tied = "w_u" not in params or np.array_equal(params["w_u"], np.transpose(params["wte"]))
     c_fc = weight_at(params, "blocks.0.mlp.c_fc.w")           # None: attention-only blocks
@@ -499,6 +504,10 @@ def save_gpt2(folder, params=PARAMS, n_head=N_HEAD, overwrite=False):
                for name in layout(len(params["blocks"]), mlp="mlp" in params["blocks"][0])}
     if not tied:
         tensors["lm_head.weight"] = np.transpose(params["w_u"])              # [V, d]
+    if masks:                                                                # buffers, not weights
+        n_ctx = len(params["wpe"])
+        for i in range(len(params["blocks"])):
+            tensors[f"transformer.h.{i}.attn.bias"] = np.tril(np.ones((n_ctx, n_ctx)))[None, None]
     data = save({name: np.ascontiguousarray(w, dtype=np.float32) for name, w in tensors.items()},
                 metadata={"format": "pt"})
     return _write_files(folder, {"model.safetensors": data,

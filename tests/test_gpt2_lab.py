@@ -246,7 +246,8 @@ def test_offline_the_toy_shows_once_with_one_line_on_the_loaded_copy_and_tying_i
         header = text.splitlines()[0] if text else ""
         assert not ("[the toy]" in header and "[the toy, as GPT-2]" in header), header
     assert "[the toy, as GPT-2], block 1" not in "".join(outputs)
-    assert any("[the toy, tied, as GPT-2] loaded as tied: True · w_u shares wte's memory: True"
+    assert any("[the toy, tied, with masks, as GPT-2] loaded as tied: True · w_u shares wte's memory: "
+               "True · skipped, not weights: ['h.0.attn.bias']"
                in t for t in outputs)
     _, prose = lab_prose()
     assert prose.count("### With GPT-2 small loaded") == 1
@@ -398,3 +399,28 @@ def test_the_stored_cache_check_runs_gpt2_smalls_shapes_too(small):
     runs = [[s["next"] for s in tm.generate(ids, params=small, n_head=12, max_new=2, eot=50256,
                                             cache=cache)] for cache in (True, False)]
     assert runs[0] == runs[1] and len(runs[0]) == 2
+
+
+def test_a_checkpoint_saved_with_masks_loads_them_as_skipped_and_runs_the_same(tmp_path):
+    """masks=True writes each block's attn.bias as Hugging Face's GPT-2 files hold it, a lower
+    triangle of ones [1, 1, n_ctx, n_ctx]; load_gpt2 names them as skipped, reads the same
+    weights, and a tied toy comes back with w_u a view of wte."""
+    from safetensors.numpy import load_file
+    tied = tm.copy_params()
+    tied["w_u"] = tied["wte"].T
+    folder = tg.save_gpt2(tmp_path, tied, masks=True)
+    stored = load_file(folder / "model.safetensors")
+    n_ctx = len(tm.PARAMS["wpe"])
+    mask = stored["transformer.h.0.attn.bias"]
+    assert mask.shape == (1, 1, n_ctx, n_ctx)
+    assert all(mask[0, 0, i, j] == (1.0 if j <= i else 0.0) for i in range(n_ctx) for j in range(n_ctx))
+    assert "lm_head.weight" not in stored
+    lab = tg.load_gpt2(folder)
+    assert lab["skipped"] == ["h.0.attn.bias"] and lab["tied"]
+    assert np.shares_memory(lab["params"]["w_u"], lab["params"]["wte"])
+    ids = tm.encode("the cat climbed the")
+    expected = tm.forward(ids, tied=True)
+    assert np.abs(tm.forward(ids, lab["params"], lab["n_head"]) - expected).max() < 1e-5
+    assert tg.load_gpt2(tg.save_gpt2(tmp_path / "plain"))["skipped"] == []
+    with pytest.raises(ValueError, match="masks is True or False"):
+        tg.save_gpt2(tmp_path / "bad", masks="yes")
