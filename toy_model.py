@@ -22,8 +22,8 @@ it: each dimension of the last vector votes for a group of next tokens.
 Each token's embedding points at what usually follows it ("␣cat" at d1: a verb
 comes next); attention lets "␣the" at the end find "␣climb" and add "surface";
 the MLP makes the final adjustments. Every weight is an integer or a half except
-the 20 numbers of the MLP's last layer, which were fitted by tools/fit_toy.py so that the
-forward pass reproduces every figure of the course's Output page.
+the 20 numbers of the MLP's last layer, which were fitted by tools/fit_toy.py so
+that the forward pass reproduces every figure of the course's Output page.
 
 The labs have modules of their own: toy_train.py (lab 08, the gradients by hand) and
 toy_gpt2.py (lab 09, GPT-2's tokenizer and checkpoints). The plots, widgets and
