@@ -102,10 +102,15 @@ window.__harness = {
 
   // Errors the kernel reports while widgets are used: an exception in a widget
   // callback shows in no cell, only in the kernel's iopub messages.
+  // Only the kernel watched now counts: an earlier notebook's kernel, shut down in this
+  // page, can still print its exit noise to stderr while the next notebook is visited.
   kernelErrors: [],
+  watchedKernel: null,
   watchKernel(path) {
     const kernel = this.panel(path).sessionContext.session.kernel;
+    this.watchedKernel = kernel;
     kernel.iopubMessage.connect((_, msg) => {
+      if (this.watchedKernel !== kernel) return;
       const c = msg.content;
       if (msg.header.msg_type === 'error') {
         // The error and the last lines of its traceback: where in the kernel it began.
