@@ -310,7 +310,7 @@ def merge_pair(pieces, pair, every=True):
     return tuple(out)
 
 
-def train_bpe(words, n_merges, ties="first", every=True):
+def train_bpe(words, n_merges, ties="first", every=True, pair_counts=None):
     """Learn n_merges merges from a list of words (pre_split's, in byte characters):
     count adjacent pairs, merge the most frequent, repeat. Stops early when no pair is left.
 
@@ -319,6 +319,7 @@ def train_bpe(words, n_merges, ties="first", every=True):
     the one whose first piece has the smaller id, then whose second piece has, with the ids
     of Hugging Face's tokenizers: the single byte characters by code point ("Ġ", chr(288),
     after "z"), then each merged token the next id when the first merge making it is chosen.
+    pair_counts: a list that receives, before each merge, every pair's count (a Counter).
     Lab 09's typical mistakes, for its checker: ties="last" (counted last), every=False."""
     if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) for w in words):
         raise ValueError("train_bpe takes a list of words (strings), such as "
@@ -326,6 +327,8 @@ def train_bpe(words, n_merges, ties="first", every=True):
     n_merges = as_count(n_merges, "n_merges", low=0)
     if ties not in ("first", "ids", "last"):
         raise ValueError(f"ties is 'first', 'ids' or 'last', not {ties!r:.40}.")
+    if pair_counts is not None and not isinstance(pair_counts, list):
+        raise ValueError("pair_counts is a list that receives each round's counts, or None.")
     counts = Counter(tuple(w) for w in words if w)  # each distinct word, its pieces, its count
     made, merges = {}, []                           # merged token -> its id, as tokenizers counts
 
@@ -339,6 +342,8 @@ def train_bpe(words, n_merges, ties="first", every=True):
                 pairs[pair] += c
         if not pairs:
             break
+        if pair_counts is not None:
+            pair_counts.append(pairs)
         best = (min(pairs, key=lambda p: (-pairs[p], token_id(p[0]), token_id(p[1]))) if ties == "ids"
                 else max(pairs if ties == "first" else reversed(pairs), key=pairs.get))
         merges.append(best)

@@ -280,6 +280,23 @@ def test_where_the_first_seen_rule_differs_it_is_a_tie():
         assert counts[pair] == max(counts.values())
 
 
+def test_the_trainer_hands_out_the_counts_it_chose_from():
+    """pair_counts receives, before each merge, the count of every pair, as counted here
+    independently from the words with the merges before it glued."""
+    words = words_of(CORPUS)
+    rounds = []
+    merges = tg.train_bpe(words, 12, pair_counts=rounds)
+    assert len(rounds) == len(merges) == 12
+    for k, counted in enumerate(rounds):
+        assert dict(counted) == pair_counts(words, merges[:k])
+    assert tg.train_bpe(words, 12) == merges
+    rounds = []
+    assert tg.train_bpe(["aaaa"], 3, pair_counts=rounds) == [("a", "a"), ("aa", "aa")]
+    assert len(rounds) == 2                                 # no third round: nothing left
+    with pytest.raises(ValueError, match="pair_counts is a list"):
+        tg.train_bpe(words, 1, pair_counts={})
+
+
 def test_the_trainer_merges_most_frequent_first_on_a_small_example():
     words = ["low"] * 5 + ["lower"] * 2 + ["newest"] * 6 + ["widest"] * 3
     assert tg.train_bpe(words, 4) == [("e", "s"), ("es", "t"), ("l", "o"), ("lo", "w")]
