@@ -335,6 +335,43 @@ def test_the_stored_cases_show_the_tokens_the_prose_names():
     assert table.rstrip().endswith("a merge of Ġ with Ġ among the 50,000: False")
     _, prose = lab_prose()
     assert "␣2019 is one, while ␣1000000 becomes ␣100 + 0000" in prose
+    # none of the three Japanese characters is a token; 語 (èªŀ) is cut into èª and ŀ
+    _, _, vocab, _ = tg.gpt2_tokenizer()
+    assert not any(tg.byte_chars(c) in vocab for c in "日本語") and tg.byte_chars("語") == "èªŀ"
+    assert rows["Japanese"].endswith("èª ŀ")
+    assert "has no token for 日, 本 or 語: each is cut between its bytes (語, `èªŀ` in byte " \
+           "characters, into `èª` and `ŀ`)" in prose
+    assert "so most of them cost two tokens or more" not in prose
+
+
+def test_with_the_weights_the_loss_table_leaves_the_third_exercises_answer_unprinted():
+    """Run with GPT-2 small's weights, the loss table would print ln 50,257 for the loaded
+    model above the exercise that asks for it: it names the exercise instead."""
+    import contextlib
+    import io
+    cells, _ = stored_outputs()
+    code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    names = {"np": np, "tm": tm, "tw": tw, "RUN": "GPT-2 small", "LAB": "[GPT-2 small]"}
+    exec(next(c for c in code if "def beside(" in c).split("\nif OFFLINE:")[0], names)
+    assert names["OFFLINE"] is False
+    ids = [464, 3797, 19952, 262, 9753]
+    names.update(SENTENCE="the cat climbed the roof", s_ids=ids,
+                 s_logits=np.random.default_rng(0).normal(size=(len(ids), 50257)),
+                 params={"wte": np.zeros((50257, 1))})
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(next(c for c in code if "uniform guess, ln V" in c), names)
+    assert "[GPT-2 small]" in out.getvalue() and "exercise 3" in out.getvalue()
+    assert tw.fmt(np.log(50257)) not in out.getvalue()
+    from toy_widgets.exercises import EXERCISES                 # the figure 09.3 asks for
+    assert tw.fmt(EXERCISES["09.3"]["answer"]()) == tw.fmt(np.log(50257))
+
+
+def test_the_lab_says_which_cells_to_run_once_the_weights_are_there():
+    _, prose = lab_prose()
+    assert ("Then run the next cell and every cell below it (Run ▸ Run Selected Cell and All "
+            "Below)") in prose
+    assert "set `DOWNLOAD` back to False" in prose and "`GPT2_DIR` (set before Jupyter starts)" in prose
 
 
 def test_running_the_loading_cell_again_leaves_no_folder_behind(tmp_path, monkeypatch):
@@ -363,16 +400,13 @@ def test_what_the_lab_says_of_the_tests_and_benchmarks_is_where_it_says():
     root = Path(__file__).resolve().parents[1]
     _, prose = lab_prose()
     named = set(re.findall(r"`((?:tests|benchmarks)/[\w./]+)`", prose))
-    assert named == {"tests/test_gpt2_tokenizer.py", "tests/test_gpt2.py", "benchmarks/gpt2.py",
-                     "benchmarks/RESULTS.md"}
+    assert named == {"tests/test_gpt2_tokenizer.py", "tests/test_gpt2.py", "benchmarks/gpt2.py"}
     assert all((root / name).is_file() for name in named)
     assert ("`tests/test_gpt2_tokenizer.py` compares the course's BPE with Hugging Face's "
             "`tokenizers` on every text this lab tokenizes") in prose
     tokenizer_tests = (root / "tests" / "test_gpt2_tokenizer.py").read_text(encoding="utf-8")
     assert "def test_every_text_of_the_lab_gives_tokenizers_ids(" in tokenizer_tests
-    assert "`benchmarks/RESULTS.md` finds this lab's cost cells the slowest of the course" in prose
-    results = (root / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
-    assert "Lab 09 is the slow one: its cost cells" in results
+    assert "browser edition" not in prose              # the page speaks to the one who runs it
 
 
 def test_the_leading_endoftext_is_discussed_where_attention_sinks_are():
