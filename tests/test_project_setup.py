@@ -1,12 +1,18 @@
 """The project's set-up: the README's commands, CI, and what the notebooks can import."""
 
+import asyncio
 import re
 import subprocess
 import sys
+import time
+from queue import Empty
 
 import pytest
 
 from browser_harness import REPO_ROOT
+
+sys.path.insert(0, str(REPO_ROOT / "tools"))
+from run_notebooks import Client, in_slices  # noqa: E402  (tools/ is not a package)
 
 README = (REPO_ROOT / "README.md").read_text()
 
@@ -107,8 +113,30 @@ def test_a_widget_cell_runs_on_its_own_in_a_fresh_kernel():
     # A learner who opens a notebook and runs a widget's cell before the cells above: the
     # course's kernel defaults (tools/lab_settings) have already run the first cell.
     import nbformat
-    from nbclient import NotebookClient
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         "import matplotlib\nprint(matplotlib.get_backend(), type(tw.logit_playground()).__name__)")])
-    NotebookClient(notebook, timeout=60, kernel_name="python3").execute()
+    Client(notebook, timeout=60, kernel_name="python3").execute()
     assert notebook.cells[0].outputs[0]["text"].split() == ["widget", "Panel"]
+
+
+def test_a_reply_the_socket_missed_is_found_within_a_second_not_at_the_timeout():
+    # A stand-in for the channel's get_msg: the message is there, but its poll finds it
+    # only when it times out (what a missed wake-up of the asyncio socket does).
+    waits, message = [], {"msg_type": "execute_reply"}
+
+    async def get_msg(timeout=None):
+        waits.append(timeout)
+        await asyncio.sleep(timeout)
+        return message
+
+    found = asyncio.wait_for(in_slices(get_msg, most=0.2)(timeout=600), 2)   # not 600 s
+    assert asyncio.run(found) is message and waits == [0.2]
+
+    async def never(timeout=None):                    # nothing comes: Empty at the deadline
+        await asyncio.sleep(timeout)
+        raise Empty
+
+    start = time.monotonic()
+    with pytest.raises(Empty):
+        asyncio.run(in_slices(never, most=0.2)(timeout=0.5))
+    assert 0.5 <= time.monotonic() - start < 0.8

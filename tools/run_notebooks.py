@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from queue import Empty
 
 import nbformat
 from nbclient import NotebookClient
@@ -28,9 +29,40 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 def executed(path: Path) -> str:
     """The notebook at `path`, run top to bottom in a fresh kernel, as the text to store."""
     notebook = nbformat.read(path, as_version=4)
-    NotebookClient(notebook, timeout=600, kernel_name="python3", record_timing=False,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    Client(notebook, timeout=600, kernel_name="python3", record_timing=False,
+           resources={"metadata": {"path": str(path.parent)}}).execute()
     return as_stored(notebook)
+
+
+class Client(NotebookClient):
+    """nbclient's client, looking for the kernel's messages at least once a second.
+
+    nbclient waits for a cell's reply with one poll as long as the cell's timeout. The
+    asyncio socket behind it wakes on an edge of the socket's file descriptor, and now and
+    then it misses a message that has already arrived: the poll sees it only when it times
+    out, and the run stalls for the whole timeout (600 s below) before going on as if
+    nothing had happened. Polls of a second at most, repeated until the same deadline,
+    find such a message within a second."""
+
+    async def async_start_new_kernel_client(self):
+        kc = await super().async_start_new_kernel_client()
+        for channel in (kc.shell_channel, kc.iopub_channel):
+            channel.get_msg = in_slices(channel.get_msg)
+        return kc
+
+
+def in_slices(get_msg, most: float = 1.0):
+    """`get_msg(timeout)` as polls of at most `most` seconds, until the same deadline."""
+    async def sliced(timeout: float | None = None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = most if deadline is None else max(0.0, min(most, deadline - time.monotonic()))
+            try:
+                return await get_msg(timeout=left)
+            except Empty:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
+    return sliced
 
 
 def as_stored(notebook) -> str:
