@@ -225,6 +225,10 @@ def test_the_live_curve_marks_the_steps_the_prose_points_to():
     assert f"subject-blind level, {blind:.3f} (held out {held:.3f}, the same line here)" in [
         t.get_text() for t in ax.get_legend().get_texts()]
     assert "(the right-hand marker)" in prose() and "(the left-hand marker)" in prose()
+    fig = ax.figure
+    fig.canvas.draw()                                   # the legend below the axes: the spike's top stays in sight
+    assert ax.get_legend().get_window_extent().y1 < ax.get_window_extent().y0
+    assert max(t.get_window_extent().y1 for t in ax.get_legend().get_texts()) < ax.get_window_extent().y0
 
 
 # --- Holm's correction over the 20 pairs of recipes within an arm -----------------------------
@@ -289,3 +293,58 @@ def test_after_holms_correction_one_jump_difference_survives():
     assert biggest[:5] == ("tied", "constant lr", "clipping", 0, 7)
     assert (f"with clipping 11 runs learnt the subject, without it 4, in 7 seeds against 0 "
             f"(p = {biggest[-1]:.2g}, Holm p = {q[biggest[:3]]:.2g})") in text
+
+
+def test_the_comparisons_table_gives_the_tests_as_computed():
+    """Going further B's table of the tied comparisons: seeds, McNemar p and Holm p as written here."""
+    _, _, learnt = sweep_facts()
+    text = prose()
+    tests = {"jumped": lambda r: max(np.diff(r["history"])) > 0.5, "learnt": lambda r: learnt_at(r, 600, learnt)}
+    holm = {}
+    for word, test in tests.items():
+        rows = within_arm_pairs(test)
+        holm[word] = {row[:3]: (row[3], row[4], row[5], q) for row, q in zip(rows, holm_by_hand([row[-1] for row in rows]))}
+    for word, a, b, label in [("jumped", "constant lr", "warmup + decay + clipping", "constant lr vs all three"),
+                              ("learnt", "constant lr", "clipping", "constant lr vs clipping"),
+                              ("learnt", "clipping", "warmup + decay + clipping", "clipping vs all three")]:
+        x, y, p, q = holm[word][("tied", a, b)]
+        verdict = "more than luck" if q < 0.05 else "may be luck"
+        assert f"| {word}: {label} | {x} vs {y} | {p:.2g} | {q:.2g} | {verdict} |" in text, (word, label)
+    slow = [holm["learnt"][("tied", *pair)][:3] for pair in [("warmup + decay + clipping", "clipping, lr = decay's mean"),
+                                                             ("clipping", "clipping, lr = decay's mean")]]
+    assert slow == [(2, 4, pytest.approx(0.6875)), (7, 2, pytest.approx(0.1797, abs=1e-4))]     # the first recipe of each pair first
+    assert ("| learnt: clipping at the lower rate vs all three, and vs at 0.05 | 4 vs 2, and 2 vs 7 | 0.69, and 0.18 | | may be luck |"
+            in text)
+
+
+def test_c_counts_the_step_of_learning_by_the_rule_b_defines():
+    """The tied run of section 7 learnt the subject at the first step whose median of 20 is below the line."""
+    sweep, _, learnt = sweep_facts()
+    own = next(r for r in sweep["runs"] if (r["seed"], r["arm"], r["recipe"]) == (2, "own W_U", "clipping"))
+    tied = next(r for r in sweep["runs"] if (r["seed"], r["arm"], r["recipe"]) == (2, "tied", "clipping"))
+    first = [next(s for s in range(19, 601) if learnt_at(r, s, learnt)) for r in (own, tied)]
+    rows = {line.split()[0]: line.split() for line in printed("own = next(run for run").splitlines()[:5]}
+    assert int(rows["own"][3]) == first[0] and int(rows["tied,"][5]) == first[1] == 448
+
+
+def test_adams_step_is_about_the_learning_rate_whatever_the_gradient():
+    """Section 7: while a gradient keeps its size and sign, m/sqrt(v) is about 1, so a weight moves by about lr."""
+    params = {"w": np.zeros(3)}
+    for size in (1e-4, 1.0, 1e3):
+        state, w = None, params
+        for _ in range(5):
+            new, state = tt.adam_step(w, {"w": np.array([size, -size, 2 * size])}, state, lr=0.05)
+            step, w = new["w"] - w["w"], new
+        assert np.allclose(step, [-0.05, 0.05, -0.05], rtol=1e-3)
+
+
+def test_the_main_path_reads_in_one_sitting():
+    """Everything before Going further: at most 4,000 words of prose, with the five exercises on it."""
+    cells = notebook()["cells"]
+    end = next(i for i, c in enumerate(cells) if "".join(c["source"]).startswith("## Going further"))
+    main = ["".join(c["source"]) for c in cells[:end] if c["cell_type"] == "markdown"]
+    words = sum(len(re.sub(r"[$*#|`]", " ", m).split()) for m in main)
+    assert words <= 4000, words
+    code = "".join("".join(c["source"]) for c in cells[:end] if c["cell_type"] == "code")
+    assert all(f'tw.exercise("08.{k}"' in code for k in range(1, 6))
+    assert "maximum-likelihood" not in "".join(main)

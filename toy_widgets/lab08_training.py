@@ -67,14 +67,15 @@ def train_live(corpus, steps=200, every=20, heldout=None, levels=(), **options):
         every, problem = _every(every), None
     except ValueError as err:
         every, problem = 1, str(err)
-    fig, ax = live_figure("train", 7.2, 3.4)
+    fig, ax = live_figure("train", 7.2, 4.3)
     loss_axes(ax, steps if isinstance(steps, int) and steps > 0 else 1,
               "Training the toy from random weights", levels)
     line, = ax.plot([], [], color=BLUE, linewidth=2, label="training loss (the corpus)")
     held_line, = ax.plot([], [], color=ORANGE, linewidth=2, label="held-out loss (data/heldout.txt)")
     if heldout is None:
         held_line.remove()
-    ax.legend(loc="upper right", fontsize=8)
+    # below the axes, where no curve runs: a spike can rise to the top of the plot
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8, frameon=False)
     freeze_layout(fig)
     live_artists(fig, [line] + ([held_line] if heldout is not None else []))
     progress = widgets.HTML(f"step 0 of {steps}")
