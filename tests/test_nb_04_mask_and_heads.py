@@ -162,3 +162,14 @@ def test_04_the_output_behind_1_989_is_printed_to_4_decimals():
                                           if c["cell_type"] == "markdown"))
     assert f"(its output, {out:.4f} to four decimals, times 2)" in prose
     assert f"to 4 decimals: {out:.4f}" in outputs_after("04_mask_and_heads", "## What the last row gains")
+
+
+def test_04_the_sign_table_shows_the_tie_of_cat_s_row_as_a_tie():
+    """Head 2's query for ␣cat is 0, so its weight splits evenly over `the` and itself; the
+    table's "most weight on" names both, marked as a tie, and every other row names one key."""
+    q, weights, _ = heads_by_hand(TEXT)[1]
+    assert q[1, 0] == 0 and weights[1, 0] == weights[1, 1] == 0.5
+    assert all(np.sum(np.isclose(weights[i], weights[i].max())) == 1 for i in (2, 3, 4))
+    printed = outputs_after("04_mask_and_heads", "follow them one step at a time")
+    assert re.search(r"^␣cat .*  the, ␣cat \(tie\)  +0\.500 ", printed, re.M)
+    assert printed.count("(tie)") == 1
