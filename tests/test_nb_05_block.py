@@ -183,7 +183,7 @@ def test_05_the_tie_of_dog_and_roof_without_attention_is_said_as_it_is():
     a, b = on[-1, dog], on[-1, roof]
     assert f"{a:.4f}" == f"{b:.4f}" and f"{a:.5f}" != f"{b:.5f}"
     text = flat(next(f for f, _ in prose() if "tie at" in f))
-    assert (f"tie at {tw.fmt(a)}: with the MLP off they get the same logit, and with it on they differ "
+    assert (f"tie at {tw.fmt(a)}: with the MLP off they get the same logit, and with it on their p differ "
             "only in the fifth decimal") in text
 
 
