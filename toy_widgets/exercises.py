@@ -101,7 +101,7 @@ def choice_exercise(key, question, options, answer, solution, hints=None):
     _register(key, "choice", question, solution, options=options, answer=answer, hints=hints or {})
 
 
-def code_exercise(key, question, reference, cases, solution, mistakes=()):
+def code_exercise(key, question, reference, cases, solution, mistakes=(), reference_is="the model"):
     """Register a write-it-yourself exercise: the learner completes a function in the
     notebook and calls tw.exercise(key, their_function).
 
@@ -111,10 +111,12 @@ def code_exercise(key, question, reference, cases, solution, mistakes=()):
     mistakes: (wrong function, sentence) pairs: a result that equals a typical wrong
     function's on that input gets its sentence. solution: a worked solution (code),
     shown only on request. A function whose body is still `...` (it returns None) or
-    that raises NotImplementedError is "not done yet"."""
+    that raises NotImplementedError is "not done yet". reference_is: what the feedback
+    calls the reference's result ("the measurement" for a finite-difference check)."""
     if not callable(reference):
         raise ValueError(f"Exercise {key}: reference must be the model's function to compare with.")
-    _register(key, "code", question, solution, reference=reference, cases=cases, mistakes=mistakes)
+    _register(key, "code", question, solution, reference=reference, cases=cases, mistakes=mistakes,
+              reference_is=reference_is)
 
 
 def _spec(key):
@@ -246,10 +248,10 @@ def _shown(x):
     return np.round(a, 3) if a is not None else repr(_plain(x))[:160]
 
 
-def _difference(label, got, expected):
-    """One sentence: how the learner's result differs from the model's."""
+def _difference(label, got, expected, source="the model"):
+    """One sentence: how the learner's result differs from the reference's (`source`)."""
     g, e = _real(got), _real(expected)
-    if e is None:                                   # the model's is text, tokens or parts
+    if e is None:                                   # the reference's is text, tokens or parts
         shapes = []
         for x in (got, expected):
             try:
@@ -257,14 +259,14 @@ def _difference(label, got, expected):
             except Exception:
                 shapes.append(None)
         if None not in shapes and shapes[0] != shapes[1]:
-            return (f"Not yet, on {label}: your function returns {_what(got)}; the model's has "
+            return (f"Not yet, on {label}: your function returns {_what(got)}; {source}'s has "
                     f"shape {shapes[1]}.")
-        return (f"Not yet, on {label}: your function returns {_shown(got)}, the model gives "
+        return (f"Not yet, on {label}: your function returns {_shown(got)}, {source} gives "
                 f"{_shown(expected)}.")
     if g is None or g.shape != e.shape:
-        return (f"Not yet, on {label}: your function returns {_what(got)}; the model's is "
+        return (f"Not yet, on {label}: your function returns {_what(got)}; {source}'s is "
                 f"{_what(expected)}.")
-    return (f"Not yet, on {label}: your function returns {_shown(got)}, the model gives "
+    return (f"Not yet, on {label}: your function returns {_shown(got)}, {source} gives "
             f"{_shown(expected)}.")
 
 
@@ -304,8 +306,8 @@ def answer_code(key, function):
                     return False, f"Not yet, on {label}: {sentence}"
             except Exception:
                 continue
-        return False, " ".join(_difference(label, got, expected).split())   # one line
-    return True, f"Right: your function agrees with the model on all {len(cases)} inputs."
+        return False, " ".join(_difference(label, got, expected, spec["reference_is"]).split())
+    return True, f"Right: your function agrees with {spec['reference_is']} on all {len(cases)} inputs."
 
 
 def _inline(text):

@@ -245,7 +245,7 @@ code_exercise(
             "(n × V), targets the n target token ids. Return the gradient of the loss, the mean "
             "of −ln p(target) over the n rows, with respect to the logits (logits' shape). It is "
             "checked against finite differences of `tm.cross_entropy`.",
-    reference=_loss_measured, cases=_loss_cases,
+    reference=_loss_measured, reference_is="the measurement", cases=_loss_cases,
     mistakes=[(lambda z, t: _p_minus_onehot(z, t), "the loss is the mean over the rows: divide "
                "each row's gradient by the number of rows, len(targets)."),
               (lambda z, t: -_p_minus_onehot(z, t) / len(t), "that points uphill: the gradient is "
@@ -403,7 +403,7 @@ code_exercise(
             "dp is the gradient of the loss with respect to p. Return ds, the gradient with "
             "respect to the scores s (p's shape). It is checked against finite differences on "
             "random scores, masked ones included.",
-    reference=_softmax_measured, cases=_softmax_cases,
+    reference=_softmax_measured, reference_is="the measurement", cases=_softmax_cases,
     mistakes=[(lambda dp, p: dp * p, "p_j moves with every score of its row, not only its own: "
                "subtract the row's sum of p · dp from dp before multiplying by p."),
               (lambda dp, p: dp * p * (1 - p), "that is only the diagonal of the Jacobian, "
@@ -446,7 +446,7 @@ code_exercise(
     "08.7", "Write `layer_norm_backward(dout, x, g)`: out = g · x̂ + b with x̂ = (x − mean) / std "
             "row by row and std = sqrt(var + 1e-5), as in the forward pass. Return dx, the "
             "gradient with respect to x (x's shape). It is checked against finite differences.",
-    reference=_ln_measured, cases=_ln_cases,
+    reference=_ln_measured, reference_is="the measurement", cases=_ln_cases,
     mistakes=[(lambda dout, x, g: dout * g / _ln_parts(x)[1],
                "moving one entry also moves its row's mean and std: subtract the row's mean of "
                "dx̂ and x̂ times the mean of dx̂ · x̂ before dividing by std."),
@@ -491,7 +491,7 @@ code_exercise(
             "inside with `trace = {}; tm.attention(q, k, v, trace=trace)` to get A = "
             "trace[\"weights\"], and use `tt.softmax_backward` (or yours). Checked against "
             "finite differences.",
-    reference=_attention_measured, cases=_attention_cases,
+    reference=_attention_measured, reference_is="the measurement", cases=_attention_cases,
     mistakes=[(lambda *a: _attention_mistake(*a, scale=False),
                "the scores were divided by sqrt(d_head) on the way forward: so are their gradients."),
               (lambda *a: _attention_mistake(*a, transpose_a=False),
