@@ -1,6 +1,7 @@
 """The project's set-up: the README's commands, CI, and what the notebooks can import."""
 
 import asyncio
+import concurrent.futures
 import re
 import subprocess
 import sys
@@ -119,6 +120,13 @@ def test_a_widget_cell_runs_on_its_own_in_a_fresh_kernel():
     assert notebook.cells[0].outputs[0]["text"].split() == ["widget", "Panel"]
 
 
+def _run(coroutine):
+    """Run a coroutine in a thread of its own: this thread may already have a running
+    event loop (Playwright's sync API, nbclient), in which asyncio.run refuses to start."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
 def test_a_reply_the_socket_missed_is_found_within_a_second_not_at_the_timeout():
     # A stand-in for the channel's get_msg: the message is there, but its poll finds it
     # only when it times out (what a missed wake-up of the asyncio socket does).
@@ -130,7 +138,7 @@ def test_a_reply_the_socket_missed_is_found_within_a_second_not_at_the_timeout()
         return message
 
     found = asyncio.wait_for(in_slices(get_msg, most=0.2)(timeout=600), 2)   # not 600 s
-    assert asyncio.run(found) is message and waits == [0.2]
+    assert _run(found) is message and waits == [0.2]
 
     async def never(timeout=None):                    # nothing comes: Empty at the deadline
         await asyncio.sleep(timeout)
@@ -138,5 +146,5 @@ def test_a_reply_the_socket_missed_is_found_within_a_second_not_at_the_timeout()
 
     start = time.monotonic()
     with pytest.raises(Empty):
-        asyncio.run(in_slices(never, most=0.2)(timeout=0.5))
+        _run(in_slices(never, most=0.2)(timeout=0.5))
     assert 0.5 <= time.monotonic() - start < 0.8
