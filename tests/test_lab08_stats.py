@@ -313,8 +313,12 @@ def test_the_comparisons_table_gives_the_tests_as_computed():
     slow = [holm["learnt"][("tied", *pair)][:3] for pair in [("warmup + decay + clipping", "clipping, lr = decay's mean"),
                                                              ("clipping", "clipping, lr = decay's mean")]]
     assert slow == [(2, 4, pytest.approx(0.6875)), (7, 2, pytest.approx(0.1797, abs=1e-4))]     # the first recipe of each pair first
-    assert ("| learnt: clipping at the lower rate vs all three, and vs at 0.05 | 4 vs 2, and 2 vs 7 | 0.69, and 0.18 | | may be luck |"
-            in text)
+    q = [holm["learnt"][("tied", *pair)][3] for pair in [("warmup + decay + clipping", "clipping, lr = decay's mean"),
+                                                         ("clipping", "clipping, lr = decay's mean")]]
+    assert ("| learnt: clipping at the lower rate vs all three, and vs at 0.05 | 4 vs 2, and 2 vs 7 | 0.69, and 0.18 | "
+            f"{q[0]:.2g}, and {q[1]:.2g} | may be luck |") in text and min(q) > 0.05
+    assert (f"learnt, tied, Holm p: clipping vs all three {holm['learnt'][('tied', 'clipping', 'warmup + decay + clipping')][3]:.2g} "
+            f"· clipping at the lower rate vs all three {q[0]:.2g}, vs at 0.05 {q[1]:.2g}") in printed("from itertools import combinations")
 
 
 def test_c_counts_the_step_of_learning_by_the_rule_b_defines():
@@ -348,3 +352,24 @@ def test_the_main_path_reads_in_one_sitting():
     code = "".join("".join(c["source"]) for c in cells[:end] if c["cell_type"] == "code")
     assert all(f'tw.exercise("08.{k}"' in code for k in range(1, 6))
     assert "maximum-likelihood" not in "".join(main)
+
+
+def test_the_main_paths_asides_are_gathered_under_a_heading_of_their_own_in_a():
+    """Section 4's pointers to Going further A land under one heading that names them, and A's summary names them too."""
+    cells = [("".join(c["source"]), c["cell_type"]) for c in notebook()["cells"]]
+    start = next(i for i, (s, _) in enumerate(cells) if s.startswith("## Going further"))
+    topics = ["LayerNorm's rule on the example", "GELU's slope", "equal entries", "autograd"]
+    heading = None
+    for text, kind in cells[start:]:
+        heading = next((line for line in text.splitlines() if line.startswith("#")), heading) if kind == "markdown" else heading
+        for bold in ["**LayerNorm's rule on the example.**", "**GELU's slope.**", "**Equal entries", "**Autograd.**"]:
+            if bold in text:
+                assert heading.startswith("#### Asides to sections 4 and 5") and all(t in heading for t in topics), (bold, heading)
+    assert "gathers the asides of sections 4 and 5 (LayerNorm's rule on the example, GELU's slope, equal gradient entries, autograd)" in cells[start][0]
+    main = "\n".join(s for s, kind in cells[:start] if kind == "markdown")
+    assert "a stretch along x̂ (adding c · x̂ to a row only raises its σ; Going further A checks it)" in main
+    assert "(Going further A says where)" in main and "Going further A says why" in main and "Going further A says how" in main
+    y = tm.run()["y"]                                                   # a stretch along x̂ raises σ by about c
+    sigma = np.sqrt(y.var(axis=-1) + 1e-5)
+    xhat = (y - y.mean(axis=-1, keepdims=True)) / sigma[:, None]
+    assert np.allclose(np.sqrt((y + 0.5 * xhat).var(axis=-1) + 1e-5) - sigma, 0.5, atol=1e-4)
