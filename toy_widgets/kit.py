@@ -225,6 +225,23 @@ def panel(name, *children):
     return own(box)
 
 
+def shown_running(name, fig, artists, steps):
+    """The widget of a long run that draws as it goes (a training curve): fig's layout
+    frozen, `artists` moving (live_artists), a progress line above the canvas, shown at
+    once, its axes drawn once. Returns (root, progress, handle); handle.update(root) at the
+    end of the run stores the picture of the finished run (handle is None outside a
+    notebook)."""
+    from IPython.display import display
+    freeze_layout(fig)
+    live_artists(fig, artists)
+    progress = widgets.HTML(f"step 0 of {steps}")
+    root = panel(name, progress, fig.canvas)
+    handle = display(root, display_id=True)
+    canvas_ready(fig.canvas)
+    fig.canvas.draw()                                   # the axes once; then only the lines
+    return root, progress, handle
+
+
 _BUILT = {}                     # notebook cell id -> [(id of the run, root widget it built)]
 
 

@@ -2,7 +2,6 @@
 """
 import html
 
-import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -10,8 +9,8 @@ import toy_model as _model
 import toy_train
 from toy_model import PARAMS, VOCAB, encode, forward
 
-from .draw import BLUE, GREEN, GREY, ORANGE, PURPLE, TOKENS, fmt, freeze_layout, new_figure, static, token_name
-from .kit import canvas_ready, live_artists, live_figure, panel, redraw
+from .draw import BLUE, GREEN, GREY, ORANGE, PURPLE, fmt, new_figure, static, token_name
+from .kit import live_figure, redraw, shown_running
 from .exercises import EXAMPLE_TEXT, token_id, code_exercise, number_exercise
 
 
@@ -62,7 +61,6 @@ def train_live(corpus, steps=200, every=20, heldout=None, levels=(), **options):
     Bad settings, and a run that diverges, get their sentence in the progress line; the
     curve then shows the run up to where it stopped, and (None, the losses so far) is
     returned."""
-    from IPython.display import display
     try:
         every, problem = _every(every), None
     except ValueError as err:
@@ -76,15 +74,10 @@ def train_live(corpus, steps=200, every=20, heldout=None, levels=(), **options):
         held_line.remove()
     # below the axes, where no curve runs: a spike can rise to the top of the plot
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8, frameon=False)
-    freeze_layout(fig)
-    live_artists(fig, [line] + ([held_line] if heldout is not None else []))
-    progress = widgets.HTML(f"step 0 of {steps}")
-    root = panel("train", progress, fig.canvas)
+    moving = [line] + ([held_line] if heldout is not None else [])
+    root, progress, handle = shown_running("train", fig, moving, steps)
     root.line, root.held_line, root.progress = line, held_line, progress
     train_live.panel = root                             # the last one shown, for tests
-    handle = display(root, display_id=True)
-    canvas_ready(fig.canvas)
-    fig.canvas.draw()                                   # the axes once; then only the lines
     losses, record = [], {}
     if problem is not None:
         progress.value = html.escape(problem)

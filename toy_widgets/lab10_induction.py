@@ -14,8 +14,8 @@ from toy_checks import check_params, shown_value
 from toy_model import forward
 
 from .draw import BLUE, GREEN, GREY, HEAT, ORANGE, VERMILION, fmt, freeze_layout, new_figure, static
-from .kit import (WidgetState, canvas_ready, live_artists, live_figure, message_area, on_change,
-                  panel, picked, redraw)
+from .kit import (WidgetState, live_artists, live_figure, message_area, on_change,
+                  panel, picked, redraw, shown_running)
 from .exercises import choice_exercise, code_exercise, count_exercise, number_exercise
 
 
@@ -167,21 +167,14 @@ def copy_training(seed, steps=ti.STEPS, n_layer=2, every=25, n_head=1):
     losses as it trains, with a progress line. Returns the run ti.train returns; the stored
     output (the notebook's picture of the widget) is the finished curve. Bad settings get
     their sentence in the progress line, and None is returned."""
-    from IPython.display import display
     shown_steps = steps if isinstance(steps, (int, np.integer)) and 0 < steps <= 100_000 else 1
     fig, ax = live_figure("copy-training", 7.2, 3.4)
     blocks = f"{n_layer} attention-only block{'s' if n_layer != 1 else ''}" \
         if isinstance(n_layer, (int, np.integer)) else "Attention-only blocks"
     first_line, second_line = _loss_axes(ax, shown_steps, f"{blocks} learning to copy")
-    freeze_layout(fig)
-    live_artists(fig, [first_line, second_line])
-    progress = widgets.HTML(f"step 0 of {shown_steps}")
-    root = panel("copy-training", progress, fig.canvas)
+    root, progress, handle = shown_running("copy-training", fig, [first_line, second_line], shown_steps)
     root.first_line, root.second_line, root.progress = first_line, second_line, progress
     copy_training.panel = root                          # the last one shown, for tests
-    handle = display(root, display_id=True)
-    canvas_ready(fig.canvas)
-    fig.canvas.draw()                                   # the axes once; then only the lines
     seen = {"steps": [], "first": [], "second": []}
 
     def show(run):

@@ -10,7 +10,7 @@ from toy_checks import check_seed
 from toy_model import (EOT, N_CTX, VOCAB, check_ids, decode, encode, entropy, forward,
                        next_token_probs, sample, token_name)
 
-from .draw import GREY, MONOSPACE, ORANGE, TOKENS, VERMILION, fmt
+from .draw import GREY, MONOSPACE, ORANGE, VERMILION, fmt
 from .kit import builder_text, typed_number
 from .kit import (BarChart, WidgetState, guarded, live_artists, live_chart, message_area, on_change,
                   panel, plain, slider_move)
