@@ -270,8 +270,14 @@ def paired_interval(a_runs, b_runs, value, n=10_000, seed=0):
     rows = [[[value(r) for r in runs if r["seed"] == s] for s in seeds] for runs in (a_runs, b_runs)]
     a, b = (np.array(x, dtype=float) for x in rows)
     draws = np.random.default_rng(seed).integers(0, len(seeds), (n, len(seeds)))
-    diffs = [np.median(a[d]) - np.median(b[d]) for d in draws]
+    diffs = middle(a[draws].reshape(n, -1)) - middle(b[draws].reshape(n, -1))
     return float(np.median(a) - np.median(b)), *np.quantile(diffs, [0.025, 0.975])
+
+
+def middle(rows):
+    """Each row's median, from the row sorted: its middle value, or the mean of its two."""
+    s = np.sort(rows, axis=1)
+    return (s[:, (s.shape[1] - 1) // 2] + s[:, s.shape[1] // 2]) / 2
 
 
 def levels():
@@ -305,8 +311,10 @@ def learnt_at(run, step, learnt):
 
 
 def rolling_median_low(curve, width=21):
-    """The lowest of the medians of every `width` consecutive values, window by window."""
-    return min(np.median(curve[i:i + width]) for i in range(len(curve) - width + 1))
+    """The lowest of the medians of every `width` consecutive values: the windows as rows."""
+    curve = np.asarray(curve, dtype=float)
+    starts = np.arange(len(curve) - width + 1)
+    return middle(curve[starts[:, None] + np.arange(width)]).min()
 
 
 def sweep_facts():
