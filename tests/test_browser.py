@@ -23,7 +23,7 @@ the same bytes. Then each notebook in turn (tests/browser_visit.py does the step
   "Error displaying widget" or "model not found"; and a plot that came back is drawn.
 
 Screenshots of what failed go to tests/screenshots/ (not committed); of every step with
-COURSE_SCREENSHOTS=1. Needs /usr/bin/chromium: without it
+COURSE_SCREENSHOTS=1. Needs /usr/bin/chromium-headless-shell: without it
 the browser tests are skipped, except with CI=true, where they fail.
 """
 
