@@ -4,16 +4,19 @@ pytest already exits non-zero when a test fails, and with code 5 when it collect
 test at all. It exits 0, though, when every collected test was skipped: a run that
 checked nothing must not look like a pass, so that is made a failure here too.
 
-The suite runs on both cores (`pytest -n 2 --dist loadgroup`, the README's command).
-What must stay together is put in one xdist group here, so no test module has to say it:
+The suite runs in three workers on two cores (`pytest -n 3 --dist loadgroup`, the README's
+command): the browser tests' worker and the browser edition's spend much of their time
+waiting for Chromium and the kernels, and a third worker keeps both cores busy meanwhile
+(benchmarks/RESULTS.md has the times). What must stay together is put in one xdist group
+here, so no test module has to say it:
 - every browser test (marker `browser`) runs in one worker, in one JupyterLab and one
   Chromium for the whole run (the session fixtures `lab` and `browser` below), and the
   scheduler hands that group out first, since it is the longest;
 - a notebook's nbval cells run in one worker, in order (each cell needs the ones above);
 - a test module with module-scoped fixtures runs in one worker (they are built once);
-- any other test goes wherever a core is free.
+- any other test goes wherever a worker is free.
 
-Each process does its linear algebra on one thread: two workers, their kernels and
+Each process does its linear algebra on one thread: the workers, their kernels and
 JupyterLab already share the two cores, and numpy's BLAS starting a second thread in each
 of them made a notebook's run up to ten times slower on a busy machine. The variables are
 set before any worker, kernel or JupyterLab starts, so they all inherit them.
@@ -76,7 +79,7 @@ def pytest_configure(config):
 
 def _start_kernels_again_if_one_dies_at_start(tries=3):
     """A kernel is given free TCP ports by the process that starts it, which then closes
-    them; with two workers and JupyterLab starting kernels at the same moment, another
+    them; with several workers and JupyterLab starting kernels at the same moment, another
     process can take one in between, and the new kernel dies before it answers ("Kernel
     died before replying to kernel_info", seen once in a run). nbval then fails every cell
     of that notebook. Here nbval starts such a kernel again, on new ports, up to `tries`
