@@ -452,10 +452,11 @@ _DOOR = threading.local()
 
 
 @contextlib.contextmanager
-def checked_inside():
-    """Within this, the declared checks of the building blocks are skipped."""
+def checked_inside(inside=True):
+    """Within this, the declared checks of the building blocks are skipped (with
+    inside=False, as outside: for a loop whose first pass is checked and the rest not)."""
     before = getattr(_DOOR, "inside", False)
-    _DOOR.inside = True
+    _DOOR.inside = before or bool(inside)
     try:
         yield
     finally:

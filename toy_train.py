@@ -15,7 +15,7 @@ from toy_model import (EOT, N_CTX, N_HEAD, PARAMS, VOCAB, attention, block, cros
                        encode, forward, get_weight, mlp, multi_head, replace_weight, softmax,
                        tree_from, tree_map)
 from toy_train_checks import (check_adam_step, check_attention_backward, check_backward,
-                              check_block_backward, check_embed_backward, check_gelu_backward,
+                              check_block_backward, check_clip_gradients, check_grad_norm, check_embed_backward, check_gelu_backward,
                               check_layer_norm_backward, check_linear_backward, check_mlp_backward,
                               check_multi_head_backward, check_sgd_step, check_softmax_backward,
                               check_softmax_cross_entropy_backward, check_transpose,
@@ -314,22 +314,17 @@ def learning_rate(step, lr, steps, warmup=0, decay=False):
     return lr / 10 + 0.5 * (1 + np.cos(np.pi * progress)) * (lr - lr / 10)
 
 
+@checked(check_grad_norm)
 def grad_norm(grads):
     """The length of the whole gradient: the square root of the sum of every entry squared."""
-    return float(np.sqrt(sum(float((g ** 2).sum()) for g in _grad_leaves(grads, "grad_norm"))))
+    return float(np.sqrt(sum(float((g ** 2).sum()) for g in leaves(grads).values())))
 
 
-def _grad_leaves(grads, who):
-    fits(isinstance(grads, (dict, list)) and grads, who, "grads must be a tree of gradients, "
-         "as loss_and_grads returns them")
-    return [as_numbers(g, f"{who} (the gradient {name!r})") for name, g in leaves(grads).items()]
-
-
+@checked(check_clip_gradients)
 def clip_gradients(grads, max_norm):
     """Gradient clipping: if the whole gradient is longer than max_norm, shrink it to that
     length (every entry by the same factor, so its direction stays). Returns (grads, norm
     before clipping)."""
-    max_norm = positive(max_norm, "max_norm")
     norm = grad_norm(grads)
     if norm <= max_norm:
         return grads, norm
@@ -538,37 +533,37 @@ def train_batches(batches, params, steps=200, lr=0.05, optimizer="adam", n_head=
         record.update({"grad_norm": norms} | ({"heldout": held_history} if held is not None else {}))
     for step in range(steps + 1):
         ids, targets = _step_batch(batches(step), params, f"batches({step})")
-        with np.errstate(over="ignore", invalid="ignore"):   # divergence is caught below
-            try:
-                loss, grads = loss_and_grads(ids, targets, params, n_head, mlp_on)
-            except ValueError:
-                if step == 0:
-                    raise                                   # bad input, not divergence
-                loss, grads = np.inf, None                  # the weights overflowed
-            history.append(loss)
-            _check_diverged(history, grads, lr, len(params["wte"]))
+        # The first step goes through every check; after it the weights are the code's own,
+        # so the blocks run bare (each batch is checked just above). Weights that overflow
+        # then give a loss or a gradient that is not finite, which _check_diverged reports.
+        with np.errstate(over="ignore", invalid="ignore"), checked_inside(step > 0):
+            loss, grads = loss_and_grads(ids, targets, params, n_head, mlp_on)
             if held is not None:
                 held_history.append(cross_entropy(forward(held[0], params, n_head, mlp_on=mlp_on),
                                                   held[1]))
-                if held_history[-1] < best[0]:
-                    best = (held_history[-1], step, params)
-            if record is not None:
-                record["params"] = params                   # the weights this loss is of
-            if callback is not None:
-                callback(step, loss)
-            if step == steps:
-                if record is not None and held is not None:
-                    record["best_step"], record["best_params"] = best[1], best[2]
-                return (best[2] if early_stopping else params), history
-            norms.append(grad_norm(grads))
+            with checked_inside():                          # the gradients are the code's own
+                norm = grad_norm(grads)
+        history.append(loss)
+        _check_diverged(history, norm, lr, len(params["wte"]))
+        if held is not None and held_history[-1] < best[0]:
+            best = (held_history[-1], step, params)
+        if record is not None:
+            record["params"] = params                       # the weights this loss is of
+        if callback is not None:
+            callback(step, loss)
+        if step == steps:
+            if record is not None and held is not None:
+                record["best_step"], record["best_params"] = best[1], best[2]
+            return (best[2] if early_stopping else params), history
+        norms.append(norm)
+        with checked_inside():                              # the gradients are the code's own
             if clip is not None:
                 grads, _ = clip_gradients(grads, clip)
             rate = learning_rate(step, lr, steps, warmup, decay)
-            with checked_inside():                          # the gradients are the code's own
-                if optimizer == "adam":
-                    params, state = adam_step(params, grads, state, rate)
-                else:
-                    params = sgd_step(params, grads, rate)
+            if optimizer == "adam":
+                params, state = adam_step(params, grads, state, rate)
+            else:
+                params = sgd_step(params, grads, rate)
 
 
 def _step_batch(batch, params, what):
@@ -582,12 +577,11 @@ def _step_batch(batch, params, what):
     return np.asarray(ids), np.asarray(batch[1])
 
 
-def _check_diverged(history, grads, lr, V):
-    """Divergence: the loss or a gradient is not finite, or the loss is ten times where it
-    started (and above ln V)."""
+def _check_diverged(history, norm, lr, V):
+    """Divergence: the loss or the gradient's length (norm) is not finite, or the loss is
+    ten times where it started (and above ln V)."""
     loss = history[-1]
-    if np.isfinite(loss) and loss <= 10 * max(history[0], np.log(V)) and (
-            grads is None or np.isfinite(grad_norm(grads))):
+    if np.isfinite(loss) and np.isfinite(norm) and loss <= 10 * max(history[0], np.log(V)):
         return
     raise ValueError(f"Training diverged at step {len(history) - 1}: the loss went from "
                      f"{history[0]:.3f} to {loss:.4g} nats. The learning rate lr = {lr:g} is "

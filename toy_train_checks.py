@@ -9,7 +9,7 @@ import numpy as np
 
 from toy_checks import (BLOCK_SHAPES, MLP_PARTS, as_layer, as_numbers, check_ids, check_n_head,
                         check_params, is_number, shown_value, weight_at)
-from toy_model import N_HEAD, PARAMS, cross_entropy, walk, weight_name
+from toy_model import N_HEAD, PARAMS, cross_entropy, tree_map, walk, weight_name
 
 
 def fits(ok, who, what):
@@ -202,6 +202,25 @@ def check_grads(params, grads):
         if not np.all(np.isfinite(g)):
             raise ValueError(f"The gradient of {name!r} is not finite (NaN or infinity): the "
                              "loss has diverged; take a smaller learning rate.")
+
+
+def gradient_tree(grads, who):
+    """grads as a tree of finite arrays (as loss_and_grads returns them), or one sentence."""
+    fits(isinstance(grads, (dict, list)) and grads, who, "grads must be a tree of gradients, "
+         "as loss_and_grads returns them")
+    found = leaves(grads)
+    arrays = {name: as_numbers(g, f"{who} (the gradient {name!r})") for name, g in found.items()}
+    if all(arrays[name] is found[name] for name in found):
+        return grads                                        # arrays already: the tree itself
+    return tree_map(lambda g: as_numbers(g, who), grads)
+
+
+def check_grad_norm(grads):
+    return (gradient_tree(grads, "grad_norm"),), {}
+
+
+def check_clip_gradients(grads, max_norm):
+    return (gradient_tree(grads, "clip_gradients"), positive(max_norm, "max_norm")), {}
 
 
 def check_sgd_step(params, grads, lr):

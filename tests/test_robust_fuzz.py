@@ -226,11 +226,11 @@ A.update({f"check_{name}": A[name] for name in [
     "transpose", "softmax_cross_entropy_backward", "linear_backward", "layer_norm_backward",
     "gelu_backward", "mlp_backward", "softmax_backward", "attention_backward",
     "multi_head_backward", "block_backward", "unembed_backward", "embed_backward", "backward",
-    "sgd_step", "adam_step"]})
+    "sgd_step", "adam_step", "grad_norm", "clip_gradients"]})
 A.update({"fits": "skip: the checks' own sentence, given the verdict they have computed",
           "positive": [NUMBER, WHO], "same_shape": [WHO],
           "as_linear": [C_FC, WHO, COUNT], "as_block": [BLOCK, COUNT, WHO], "as_mask": [FLAG, WHO],
-          "leaves": [PARAMS]})
+          "leaves": [PARAMS], "gradient_tree": [GRADS, WHO]})
 
 A.update({f"check_{name}": A[name] for name in ["layer_norm", "gelu", "softmax", "log_softmax", "linear",
                                                  "embed", "causal_mask", "attention", "multi_head",
