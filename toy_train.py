@@ -15,9 +15,10 @@ from toy_model import (EOT, N_CTX, N_HEAD, PARAMS, VOCAB, attention, block, cros
                        encode, forward, get_weight, mlp, multi_head, replace_weight, softmax,
                        tree_from, tree_map)
 from toy_train_checks import (check_adam_step, check_attention_backward, check_backward,
-                              check_block_backward, check_clip_gradients, check_grad_norm, check_embed_backward, check_gelu_backward,
-                              check_layer_norm_backward, check_linear_backward, check_mlp_backward,
-                              check_multi_head_backward, check_sgd_step, check_softmax_backward,
+                              check_block_backward, check_clip_gradients, check_embed_backward,
+                              check_gelu_backward, check_grad_norm, check_layer_norm_backward,
+                              check_linear_backward, check_mlp_backward, check_multi_head_backward,
+                              check_sgd_step, check_softmax_backward,
                               check_softmax_cross_entropy_backward, check_transpose,
                               check_unembed_backward, fits, leaves, positive)
 
