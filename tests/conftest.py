@@ -12,7 +12,8 @@ here, so no test module has to say it:
 - every browser test (marker `browser`) runs in one worker, in one JupyterLab and one
   Chromium for the whole run (the session fixtures `lab` and `browser` below), and the
   scheduler hands that group out first, since it is the longest;
-- a notebook's nbval cells run in one worker, in order (each cell needs the ones above);
+- a notebook's nbval cells run in one worker, in order (each cell needs the ones above),
+  followed by the tests that read what that run found (marker `after_nbval`);
 - a test module with module-scoped fixtures runs in one worker (they are built once);
 - any other test goes wherever a worker is free.
 
@@ -107,12 +108,10 @@ def pytest_unconfigure(config):
         atexit.register(gc.freeze)      # registered last, so it runs first of all at exit
 
 
-FRESH_RUN = "test_a_fresh_run_stores_the_same_file"
-
-
-def _fresh_run_of(item) -> str | None:
-    """For a fresh-run test, the name of its notebook (else None)."""
-    if getattr(item, "originalname", None) == FRESH_RUN and hasattr(item, "callspec"):
+def _reader_of(item) -> str | None:
+    """For a test marked `after_nbval` (it reads what nbval's run of the notebook `path`
+    found: tests/nbval_recording.py), the name of that notebook; else None."""
+    if item.get_closest_marker("after_nbval") and hasattr(item, "callspec"):
         return Path(item.callspec.params["path"]).stem
     return None
 
@@ -124,10 +123,10 @@ def _notebook_of(item) -> str | None:
 
 
 def _after_its_notebook(items) -> list:
-    """The items, each fresh-run test moved to just after the nbval cells of its notebook
-    (it reads what nbval's run of them said: tests/nbval_recording.py)."""
+    """The items, each test marked `after_nbval` moved to just after the nbval cells of its
+    notebook."""
     last_cell = {_notebook_of(item): item for item in items if _notebook_of(item)}
-    moved = {item: _fresh_run_of(item) for item in items if _fresh_run_of(item) in last_cell}
+    moved = {item: _reader_of(item) for item in items if _reader_of(item) in last_cell}
     ordered = []
     for item in items:
         if item not in moved:
@@ -144,8 +143,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         mark = item.get_closest_marker("xdist_group")
         groups[item] = mark.args[0] if mark and mark.args else _group(item)
-        if _fresh_run_of(item) in run_by_nbval:
-            groups[item] = f"nbval-{_fresh_run_of(item)}"   # the worker that ran its cells
+        if _reader_of(item) in run_by_nbval:
+            groups[item] = f"nbval-{_reader_of(item)}"      # the worker that ran its cells
     if hasattr(config, "workerinput") and config.getvalue("loadgroup"):
         for item in items:
             if groups[item]:

@@ -1,87 +1,38 @@
 """Every text a figure of the course draws lies inside its figure: no title, label, tick label,
-legend entry or note is cut at the picture's edge.
+legend entry or note is cut at the picture's edge (the measure: tests/figure_probe.py).
 
-(a) every figure the notebooks draw: each notebook's drawing cells (those whose stored output
-    holds a picture) are run here, with the cells they need before them, as the notebook
-    runs them; every figure they make, static (tw.static) or live (a widget's canvas), is
-    drawn and measured;
+(a) every figure the notebooks draw, measured in the notebook's own kernel as it runs
+    (figure_probe's probe): each picture printed (tw.static's), as it was drawn, and each
+    live figure a cell made, at the cell's end. nbval's run serves, where it ran the
+    notebook in this worker (tests/nbval_recording.py); otherwise the notebook is run here;
 (b) the widget states in which a text changes with a control (a title naming the head, the
     query, the prompt, the drawn token, an axis naming its dimension): each state is set as
     a learner sets it, and measured as the page would show it. A change the widget only
     repaints (blitting) keeps the layout of the last full draw, so the new text is measured
     in that layout first; then in the layout a full draw gives it.
-
-A text is measured by its window extent (`get_window_extent` after `fig.canvas.draw()`)
-against the figure's bbox, with a pixel of slack. Texts are those `findobj(Text)` finds,
-visible and not empty, leaving out what a draw does not draw: the contents of an invisible
-artist (a hidden axes, legend entry), and tick labels of ticks outside the axis' view.
 """
-import ast
 import itertools
 import json
+import sys
 from pathlib import Path
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
+import nbformat
 import pytest
-from matplotlib.axis import Axis
+from figure_probe import INSTALL, TAKE, cut_texts, describe, drawn_texts
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.text import Text
+from nbformat.v4 import new_code_cell
+from nbval_recording import recorder
 from widget_tools import find, output_pngs
 
 import toy_model as tm
-import toy_train as tt
 import toy_widgets as tw
-import toy_widgets
 from toy_widgets.kit import live_canvases
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from run_notebooks import Client  # noqa: E402  (tools/ is not a package)
+
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-SLACK = 1.0                                     # px
-
-
-# --------------------------------------------------------------------------- the measure
-
-def drawn_texts(fig):
-    """The texts a draw of fig draws: visible, not empty, inside visible artists only, and of
-    an axis only the ticks it draws (those in its view; Axis._update_ticks picks them)."""
-    found = []
-
-    def visit(artist):
-        if not artist.get_visible():
-            return
-        if isinstance(artist, Text) and artist.get_text():
-            found.append(artist)
-        if isinstance(artist, Axis):
-            children = [artist.label, artist.offsetText, *artist._update_ticks()]
-        else:
-            children = artist.get_children()
-        for child in children:
-            visit(child)
-    visit(fig)
-    every = {id(t) for t in fig.findobj(Text)}
-    assert all(id(t) in every for t in found)
-    return found
-
-
-def cut_texts(fig):
-    """[(text, how it sticks out)] for each drawn text outside fig.bbox by more than SLACK."""
-    renderer = fig.canvas.get_renderer()
-    box = fig.bbox
-    cut = []
-    for t in drawn_texts(fig):
-        e = t.get_window_extent(renderer)
-        out = {"left": box.x0 - e.x0, "right": e.x1 - box.x1,
-               "bottom": box.y0 - e.y0, "top": e.y1 - box.y1}
-        out = {side: px for side, px in out.items() if px > SLACK}
-        if out:
-            cut.append((t, out))
-    return cut
-
-
-def describe(cut):
-    return "; ".join(f"{t.get_text()!r} sticks out "
-                     + ", ".join(f"{px:.1f} px past the {side} edge" for side, px in out.items())
-                     for t, out in cut)
 
 
 def canvas_of(fig):
@@ -98,7 +49,7 @@ def measure(fig, name, draw=True):
     canvas = canvas_of(fig)
     if draw:
         canvas.draw()
-    cut = cut_texts(fig)
+    cut = cut_texts(fig, canvas.get_renderer())
     assert not cut, f"{name}: {describe(cut)} (figure {fig.bbox.width:.0f} × {fig.bbox.height:.0f} px)"
     return len(drawn_texts(fig))
 
@@ -106,8 +57,9 @@ def measure(fig, name, draw=True):
 def test_the_measure_finds_a_title_past_the_edge():
     fig, ax = tw.new_figure(3, 2)
     ax.set_title("a title far too long for a figure three inches wide, cut at both edges")
-    FigureCanvasAgg(fig).draw()
-    (text, out), = cut_texts(fig)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    (text, out), = cut_texts(fig, canvas.get_renderer())
     assert text is ax.title and set(out) == {"left", "right"} and out["right"] > 50
     with pytest.raises(AssertionError, match=r"'a title far .*' sticks out .* px past the left edge"):
         measure(fig, "a test figure")
@@ -117,104 +69,53 @@ def test_the_measure_finds_a_title_past_the_edge():
 
 # --------------------------------------------------------------------------- (a) the notebooks
 
-def _scan(statement, stored, modules):
-    """(names statement reads before the cell stores them, names it stores or changes)."""
-    reads, writes = set(), set()
-    if isinstance(statement, (ast.FunctionDef, ast.ClassDef)):
-        writes.add(statement.name)
-    for node in ast.walk(statement):
-        if isinstance(node, ast.Name):
-            if isinstance(node.ctx, ast.Load):
-                if node.id not in stored:
-                    reads.add(node.id)
-            elif not isinstance(statement, (ast.FunctionDef, ast.ClassDef)):
-                writes.add(node.id)                  # (a function's own names are its own)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            writes |= {(a.asname or a.name).split(".")[0] for a in node.names}
-        elif isinstance(node, (ast.Subscript, ast.Attribute)) and not isinstance(node.ctx, ast.Load):
-            root = node
-            while isinstance(root, (ast.Subscript, ast.Attribute)):
-                root = root.value
-            if isinstance(root, ast.Name):
-                writes.add(root.id)                  # x[i] = ..., x.a = ...: x changes
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and isinstance(node.func.value, ast.Name) and node.func.value.id not in modules):
-            writes.add(node.func.value.id)           # x.append(...): x may change
-    return reads, writes
-
-
-def cell_names(source, modules):
-    """(names a cell reads from the cells before it, names it stores or changes)."""
-    reads, stored = set(), set()
-    for statement in ast.parse(source).body:
-        r, w = _scan(statement, stored, modules)
-        reads |= r
-        stored |= w
-    return reads, stored
-
-
 def code_cells(path):
-    """[(index, source without IPython magics, pictures in its stored output)]."""
+    """[(index, source, pictures in its stored output)] of the notebook's code cells."""
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    return [(i, "\n".join(line for line in "".join(c["source"]).splitlines()
-                          if not line.lstrip().startswith("%")),
-             sum(len(output_pngs(o.get("data", {}))) for o in c.get("outputs", [])))
+    return [(i, "".join(c["source"]), sum(len(output_pngs(o.get("data", {}))) for o in c.get("outputs", [])))
             for i, c in enumerate(cells) if c["cell_type"] == "code"]
 
 
-def cells_to_run(cells):
-    """The drawing cells (a picture in their stored output) and, before them, every cell
-    that stores or changes a name one of them (or a cell they need) reads, in order."""
-    sources = [s for _, s, _ in cells]
-    modules = {a.asname or a.name for s in sources for node in ast.walk(ast.parse(s))
-               if isinstance(node, (ast.Import, ast.ImportFrom)) for a in node.names}
-    names = [cell_names(s, modules) for s in sources]
-    needed, chosen = set(), []
-    for k in reversed(range(len(cells))):
-        reads, writes = names[k]
-        if cells[k][2] or writes & needed:
-            chosen.append(k)
-            needed |= reads
-    return [cells[k] for k in reversed(chosen)]
+def measured_in_a_run_of_its_own(path):
+    """{cell index: what the probe found}, from a run of the notebook in a fresh kernel with
+    the probe installed first (nbclient runs every code cell that is not empty, in order)."""
+    notebook = nbformat.read(path, as_version=4)
+    ran = [i for i, c in enumerate(notebook.cells) if c.cell_type == "code" and c.source.strip()]
+    notebook.cells = [new_code_cell(INSTALL), *notebook.cells, new_code_cell(f"print({TAKE})")]
+    Client(notebook, timeout=600, kernel_name="python3", record_timing=False,
+           resources={"metadata": {"path": str(path.parent)}}).execute()
+    cells = json.loads("".join(o.get("text", "") for o in notebook.cells[-1].outputs))
+    assert [c["source"] for c in cells] == [notebook.cells[i + 1].source for i in ran]
+    return {i: [cell] for i, cell in zip(ran, cells, strict=True)}
 
 
-DRAWING = {path.stem: path for path in sorted(NOTEBOOKS.glob("*.ipynb"))
-           if any(pictures for _, _, pictures in code_cells(path))}
+DRAWING = [path for path in sorted(NOTEBOOKS.glob("*.ipynb"))
+           if any(pictures for _, _, pictures in code_cells(path))]
 
 
 def test_the_notebooks_that_draw_are_all_here():
-    assert set(DRAWING) >= {p.stem for p in NOTEBOOKS.glob("*.ipynb")} - {"01_tokens"}
+    assert {p.stem for p in DRAWING} >= {p.stem for p in NOTEBOOKS.glob("*.ipynb")} - {"01_tokens"}
 
 
-def test_the_cells_picked_are_those_the_drawing_cells_need():
-    cells = [(0, "import numpy as np\nimport toy_model as tm", 0), (1, "slow = tt.train()", 0),
-             (2, "r = tm.run('the')\nrows = []", 0), (3, "rows.append(1)", 0),
-             (4, "def f(a):\n    return tw.static(a, rows)", 0), (5, "x = np.ones(2)", 0),
-             (6, "fig = f(r)", 1)]
-    assert [k for k, _, _ in cells_to_run(cells)] == [0, 2, 3, 4, 6]
-
-
-@pytest.mark.parametrize("name", sorted(DRAWING))
-def test_every_figure_a_notebook_draws_keeps_its_text_inside(name, monkeypatch):
-    monkeypatch.chdir(NOTEBOOKS)                 # each notebook runs in its own folder
-    static, original = [], toy_widgets.draw.static
-    modules = [toy_widgets] + [getattr(toy_widgets, m) for m in toy_widgets.MODULES]
-    for module in modules:                       # tw.static, and modules that imported it
-        if getattr(module, "static", None) is original:
-            monkeypatch.setattr(module, "static", static.append)
-    namespace = {"__name__": "__main__"}
-    measured = 0
-    for index, source, pictures in cells_to_run(code_cells(DRAWING[name])):
-        before, static[:] = set(plt.get_fignums()), []
-        exec(compile(source, f"{name}.ipynb, cell {index}", "exec"), namespace)
-        live = [plt.figure(n) for n in plt.get_fignums() if n not in before]
-        figures = static + live
-        if pictures:
-            assert len(figures) >= pictures, f"{name} cell {index} stores {pictures} pictures"
-        for k, fig in enumerate(figures):
-            kind = f"the live figure w-{fig._course_name}" if fig in live else f"static figure {k + 1}"
-            measured += measure(fig, f"{name}.ipynb cell {index}, {kind}")
-    assert measured > 20
+@pytest.mark.after_nbval
+@pytest.mark.parametrize("path", DRAWING, ids=lambda p: p.stem)
+def test_every_figure_a_notebook_draws_keeps_its_text_inside(path, request):
+    measured = recorder(request.config).figures_measured(path)
+    if measured is None:
+        measured = measured_in_a_run_of_its_own(path)
+    found, texts = [], 0
+    for index, _, pictures in code_cells(path):
+        runs = measured.get(index, [])
+        for run in runs:
+            assert run["problem"] is None, f"{path.name} cell {index}: the probe: {run['problem']}"
+        figures = [figure for run in runs for figure in run["figures"]]
+        assert len(figures) >= pictures, \
+            f"{path.name} cell {index} stores {pictures} pictures, {len(figures)} figures were measured"
+        texts += sum(figure["texts"] for figure in figures)
+        found += [f"cell {index}, {f['kind']} ({f['size'][0]} × {f['size'][1]} px): {f['cut']}"
+                  for f in figures if f["cut"]]
+    assert not found, f"{path.name}: " + "\n  ".join(found)
+    assert texts > 20
 
 
 # --------------------------------------------------------------------------- (b) widget states

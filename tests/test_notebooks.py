@@ -225,6 +225,7 @@ def test_printed_text_is_stored_as_one_output_however_the_kernel_cut_it():
 
 
 @pytest.mark.slow
+@pytest.mark.after_nbval
 @pytest.mark.parametrize("path", [*NOTEBOOKS, Path(__file__).parent / "fixtures" / "widget_demo.ipynb"],
                          ids=lambda p: p.stem)
 def test_a_fresh_run_stores_the_same_file(path, request):
