@@ -36,15 +36,15 @@ BUILDERS = ["tokenizer_widget", "embedding_scatter", "query_picker", "mask_and_h
 def kernel(monkeypatch):
     """The kernel's part the kit reads. A cell run again has the kit collect garbage
     (kit._give_memory_back): cheap in a kernel's small heap, but here about a second, with
-    every earlier test's objects in the heap. Those are left out of the collections
-    (gc.freeze) while the test runs; nothing the tests count depends on them."""
+    every earlier test's objects in the heap. Those are left out of the collections from
+    here on (gc.freeze, as tests/conftest.py does with what collection made); nothing the
+    tests count depends on them."""
     fake = Kernel()
     monkeypatch.setattr(kit, "running_kernel", lambda: fake)
     gc.freeze()
     try:
         yield fake
     finally:
-        gc.unfreeze()
         kit._BUILT.clear()
 
 
