@@ -104,6 +104,8 @@ def finding(fig, renderer, kind):
 # --------------------------------------------------------------------------- the probe
 
 class Probe:
+    """What one kernel's cells drew, cell by cell (see the module's docstring)."""
+
     def __init__(self):
         self.cells: list[dict] = []          # one per cell run: its source, its figures
         self.cell: dict | None = None
@@ -111,21 +113,26 @@ class Probe:
 
     def before_cell(self, info):
         self.cell = {"source": info.raw_cell, "figures": [], "problem": None}
-        pyplot = sys.modules.get("matplotlib.pyplot")
-        self.before = set(pyplot.get_fignums()) if pyplot else set()
+        self.before = {fig.number for fig in self.live_figures()}
 
     def after_cell(self, result):
         cell, self.cell = self.cell, None
         if cell is None:
             return
-        pyplot = sys.modules.get("matplotlib.pyplot")
-        if pyplot:
-            for number in pyplot.get_fignums():
-                if number not in self.before:
-                    fig = pyplot.figure(number)
-                    self._measure(cell, lambda fig=fig: finding(
-                        fig, drawn_apart(fig), f"live figure w-{getattr(fig, '_course_name', '?')}"))
+        for fig in self.live_figures():
+            if fig.number not in self.before:
+                self._measure(cell, lambda fig=fig: finding(
+                    fig, drawn_apart(fig), f"live figure w-{getattr(fig, '_course_name', '?')}"))
         self.cells.append(cell)
+
+    @staticmethod
+    def live_figures():
+        """pyplot's figures, read from its registry: plt.figure(n) would make n the current
+        figure, which the notebook's next cell may draw on."""
+        if "matplotlib.pyplot" not in sys.modules:
+            return []
+        from matplotlib._pylab_helpers import Gcf
+        return [manager.canvas.figure for manager in Gcf.figs.values()]
 
     def printed(self, canvas):
         if self.cell is not None:
