@@ -10,12 +10,11 @@ The probe (`install`, run in a kernel before the notebook's first cell) measures
 cell the notebook runs:
 - every picture printed to PNG (tw.static's, a canvas displayed as itself), in the layout it
   was drawn in, just after it is drawn;
-- every live figure (pyplot's) the cell made, once the cell ends, drawn as kit.picture draws
-  it: into a renderer of its own, its moving artists included, with no draw event, so the
-  live canvas, its saved background and its listeners are left alone.
+- every live figure (pyplot's) the cell made, once the cell ends, drawn as the stored picture
+  of it is (kit.drawn_apart: a renderer of its own, the live canvas left alone).
 It prints nothing and raises nothing into the cell: a problem of its own is reported with
 the measurements. `take()` hands over the cells measured since it was last called, as JSON.
-Only matplotlib is imported here; the kernel has it anyway.
+Only matplotlib is imported here (and the course's kit, where a cell made a live figure).
 """
 from __future__ import annotations
 
@@ -78,23 +77,6 @@ def describe(cut):
                      for t, out in cut)
 
 
-def drawn_apart(fig):
-    """Draw fig as kit.picture does (its own renderer, moving artists drawn, no draw event);
-    returns the renderer."""
-    from matplotlib.backends.backend_agg import RendererAgg
-    moving = [a for a in fig.findobj() if a.get_animated()]
-    renderer = RendererAgg(*fig.bbox.size, fig.dpi)
-    for a in moving:
-        a.set_animated(False)
-    try:
-        with fig.canvas.callbacks.blocked(signal="draw_event"):
-            fig.draw(renderer)
-    finally:
-        for a in moving:
-            a.set_animated(True)
-    return renderer
-
-
 def finding(fig, renderer, kind):
     """What a figure's measure found: its kind, its size, how many texts, what is cut."""
     return {"kind": kind, "size": [round(fig.bbox.width), round(fig.bbox.height)],
@@ -121,6 +103,7 @@ class Probe:
             return
         for fig in self.live_figures():
             if fig.number not in self.before:
+                from toy_widgets.kit import drawn_apart     # a live figure's notebook has it
                 self._measure(cell, lambda fig=fig: finding(
                     fig, drawn_apart(fig), f"live figure w-{getattr(fig, '_course_name', '?')}"))
         self.cells.append(cell)

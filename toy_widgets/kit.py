@@ -112,12 +112,11 @@ def redraw(fig):
     fig.canvas.blit(fig.bbox)
 
 
-def picture(fig):
-    """A live figure as it stands, as PNG bytes: its moving artists drawn too, into a
-    renderer of its own, so the live canvas, its saved background and its listeners are
-    left alone. No metadata: the same figure gives the same bytes on every run."""
+def drawn_apart(fig):
+    """Draw a live figure as it stands into a renderer of its own, its moving artists drawn
+    too, so the live canvas, its saved background and its listeners are left alone;
+    returns the renderer."""
     from matplotlib.backends.backend_agg import RendererAgg
-    from matplotlib.image import imsave
     moving = (_moving(fig) or {}).get("artists", [])
     renderer = share_mathtext(RendererAgg(*fig.bbox.size, fig.dpi))
     for a in moving:
@@ -128,8 +127,15 @@ def picture(fig):
     finally:
         for a in moving:
             a.set_animated(True)
+    return renderer
+
+
+def picture(fig):
+    """A live figure as it stands (drawn_apart), as PNG bytes. No metadata: the same figure
+    gives the same bytes on every run."""
+    from matplotlib.image import imsave
     buf = io.BytesIO()
-    imsave(buf, np.asarray(renderer.buffer_rgba()), format="png", dpi=fig.dpi,
+    imsave(buf, np.asarray(drawn_apart(fig).buffer_rgba()), format="png", dpi=fig.dpi,
            metadata={"Software": None})
     return buf.getvalue()
 
