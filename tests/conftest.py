@@ -4,10 +4,11 @@ pytest already exits non-zero when a test fails, and with code 5 when it collect
 test at all. It exits 0, though, when every collected test was skipped: a run that
 checked nothing must not look like a pass, so that is made a failure here too.
 
-The suite runs in three workers on two cores (`pytest -n 3 --dist loadgroup`, the README's
+The suite runs in four workers on two cores (`pytest -n 4 --dist loadgroup`, the README's
 command): the browser tests' worker and the browser edition's spend much of their time
-waiting for Chromium and the kernels, and a third worker keeps both cores busy meanwhile
-(benchmarks/RESULTS.md has the times). What must stay together is put in one xdist group
+waiting for Chromium and the kernels, and two more workers keep both cores busy meanwhile.
+On a quiet machine three do as well; beside another busy program, the fourth keeps more of
+the cores for the run (benchmarks/RESULTS.md has the times). What must stay together is put in one xdist group
 here, so no test module has to say it:
 - every browser test (marker `browser`) runs in one worker, in one JupyterLab and one
   Chromium for the whole run (the session fixtures `lab` and `browser` below), and the

@@ -36,7 +36,7 @@ def test_readme_gives_two_one_line_commands_that_do_all_the_set_up():
                            "python3 -m pip --python .venv/bin/python install -c constraints.txt uv && "
                            ".venv/bin/uv pip install --python .venv/bin/python "
                            "-r requirements.txt "
-                           "-c constraints.txt && .venv/bin/python -m pytest -n 3 --dist loadgroup "
+                           "-c constraints.txt && .venv/bin/python -m pytest -n 4 --dist loadgroup "
                            "--no-loadscope-reorder")
 
 
