@@ -32,7 +32,8 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 # The run starts some fifty Pythons (workers, kernels, JupyterLab, scripts), and each imports
 # the course's modules: compiled once, they are read back by the others. A machine set not to
-# write bytecode (PYTHONDONTWRITEBYTECODE) would have every one compile them again.
+# write bytecode (PYTHONDONTWRITEBYTECODE) would have every one compile them again. (The
+# installed packages are compiled when the README's command installs them.)
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 

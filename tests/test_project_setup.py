@@ -34,7 +34,7 @@ def test_readme_gives_two_one_line_commands_that_do_all_the_set_up():
                            ".venv/bin/jupyter lab notebooks/")
     assert commands[1] == ("python3 -m venv --without-pip .venv && "
                            "python3 -m pip --python .venv/bin/python install -c constraints.txt uv && "
-                           ".venv/bin/uv pip install --python .venv/bin/python "
+                           ".venv/bin/uv pip install --compile-bytecode --python .venv/bin/python "
                            "-r requirements.txt "
                            "-c constraints.txt && .venv/bin/python -m pytest -n 4 --dist loadgroup "
                            "--no-loadscope-reorder")
