@@ -8,8 +8,8 @@ The suite runs in four workers on two cores (`pytest -n 4 --dist loadgroup`, the
 command): the browser tests' worker and the browser edition's spend much of their time
 waiting for Chromium and the kernels, and two more workers keep both cores busy meanwhile.
 On a quiet machine three do as well; beside another busy program, the fourth keeps more of
-the cores for the run (benchmarks/RESULTS.md has the times). What must stay together is put in one xdist group
-here, so no test module has to say it:
+the cores for the run (benchmarks/RESULTS.md has the times). What must stay together is put
+in one xdist group here, so no test module has to say it:
 - every browser test (marker `browser`) runs in one worker, in one JupyterLab and one
   Chromium for the whole run (the session fixtures `lab` and `browser` below), and the
   scheduler hands that group out first, since it is the longest;
