@@ -62,7 +62,9 @@ LAB_SETTING_OVERRIDES = {
     "@jupyterlab/notebook-extension:tracker": {
         # Otherwise a "Select Kernel" dialog can race the kernel list.
         "autoStartDefaultKernel": True,
-        # Otherwise cells scrolled out of view are not in the DOM, and neither are their widgets.
+        # JupyterLab's default, "contentVisibility", leaves a cell out of view unrendered (its
+        # text reads empty until it is scrolled to); "full" takes it out of the DOM. "none"
+        # renders every cell, so each check reads the whole notebook as a reader scrolling does.
         "windowingMode": "none",
     },
     # Notebooks that live in the repository are never written back (running_lab turns
