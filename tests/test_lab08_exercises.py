@@ -521,7 +521,11 @@ def test_the_central_differences_error_falls_as_eps_squared_then_rises():
         assert 50 < big / small < 200
     assert int(np.argmin(errors)) + 1 in (5, 6) and errors[-1] > 100 * min(errors)   # round-off takes over
     assert errors[4] < 1e-10                                            # "10 decimal places or more"
-    assert "a hundredfold for each tenfold smaller ε" in prose()
+    loss = tt.loss_and_grads(ids, targets)[0]
+    noise = [1e-16 * loss / 10.0 ** -k for k in range(1, 11)]          # the table's "rounding's size"
+    assert all(e > 100 * n for e, n in zip(errors[:4], noise[:4]))      # digits shown: far above rounding
+    assert all(e < 10 * n for e, n in zip(errors[4:], noise[4:]))       # "below ten times the rounding"
+    assert "a hundredfold for each tenfold smaller ε" in prose() and "as large as the rounding" in prose()
 
 
 def test_the_counts_the_prose_quotes():
