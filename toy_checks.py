@@ -10,6 +10,7 @@ everywhere. The model's weights are read-only (frozen), for the same reason.
 import contextlib
 import copy
 import functools
+import inspect
 import os
 import threading
 import weakref
@@ -294,20 +295,32 @@ def layout_shapes(n_layer, d, m, V, n, tied=True):
             for name, dims in layout(n_layer, tied, mlp=m > 0).items()}
 
 
-_CHECKED = {}          # id -> (read-only tree, tied, d, its weights with their shapes and dtypes)
-
-
 def _shape(w):
     return w.shape if isinstance(w, np.ndarray) else ()
 
 
-def check_params(params, n_head, tied=False):
-    """The weights' tree is GPT-2's layout with consistent shapes and numbers of ordinary
-    size; returns n_head as an int. The model's own read-only weights are checked once."""
-    known = _CHECKED.get(id(params))
-    if known is not None and known[0] is params and known[1] == tied \
-            and all(w.shape == shape and w.dtype == dtype for w, shape, dtype in known[3]):
-        return check_n_head(n_head, known[2])
+@functools.lru_cache(maxsize=64)
+def _paths(n_layer, d, m, V, n, tied):
+    """layout_shapes as (name, its keys from the root, shape): what check_params walks."""
+    return tuple((name, tuple(int(k) if k.isdigit() else k for k in name.split(".")), shape)
+                 for name, shape in layout_shapes(n_layer, d, m, V, n, tied).items())
+
+
+def _leaf(tree, keys):
+    """The leaf at these keys (dict keys and list indices), or None."""
+    try:
+        for key in keys:
+            tree = tree[key]
+    except (KeyError, IndexError, TypeError):
+        return None
+    return tree
+
+
+def check_params(params, n_head):
+    """The weights' tree is GPT-2's layout with consistent shapes, in float64 or float32;
+    returns n_head as an int. A model without w_u is tied: its output layer is wte^T.
+    Only shapes and dtypes are looked at, on every call: the values are looked at when a
+    result is not finite (check_finite), so any dict of weights runs at the same speed."""
     if not isinstance(params, dict) or not {"wte", "wpe", "blocks", "ln_f"} <= params.keys():
         raise ValueError("params must be the weights' dict, with wte, wpe, blocks and ln_f "
                          "(as tm.PARAMS or tm.copy_params()).")
@@ -320,23 +333,33 @@ def check_params(params, n_head, tied=False):
         raise ValueError(f"Every block needs the same parts; block 0 has {parts[0]}, another "
                          f"{next(p for p in parts if p != parts[0])}.")
     m = (_shape(weight_at(blocks[0], "mlp.c_fc.w")) or (0,))[-1] if "mlp" in blocks[0] else 0
-    want = layout_shapes(len(blocks), d, m, V, (_shape(params["wpe"]) or (0,))[0],
-                         tied=tied or "w_u" not in params)
-    for name, shape in want.items():
-        w = weight_at(params, name)
-        if w is None:
+    n = (_shape(params["wpe"]) or (0,))[0]
+    for name, keys, shape in _paths(len(blocks), d, m, V, n, "w_u" not in params):
+        w = _leaf(params, keys)
+        if w is None or isinstance(w, (dict, list)):
             raise ValueError(f"params has no weight {name!r}: it must have GPT-2's layout "
                              "(as tm.PARAMS or tm.copy_params()).")
         if _shape(w) != shape or 0 in shape or w.dtype not in _LARGEST:
             raise ValueError(f"The weight {name!r} has shape {_shape(w)}, but the others need "
                              f"{shape} (d = {d}, V = {V}), in floats (float64 or float32).")
-        as_numbers(w, f"The weight {name!r}")
-    if isinstance(params, ReadOnlyDict):
-        if len(_CHECKED) > 16:
-            _CHECKED.clear()
-        leaves = [weight_at(params, name) for name in want]
-        _CHECKED[id(params)] = (params, tied, d, [(w, w.shape, w.dtype) for w in leaves])
     return check_n_head(n_head, d)
+
+
+def check_finite(result, params, who):
+    """result (logits, a loss) as it is when every number in it is finite; otherwise one
+    sentence naming the first weight that holds NaN, infinity or a number too large to
+    compute with, or saying that the numbers grew too large on the way."""
+    if np.isfinite(result).all():
+        return result
+    blocks = params["blocks"]                       # checked by check_params before
+    for name in layout(len(blocks), tied="w_u" not in params, mlp="mlp" in blocks[0]):
+        w = weight_at(params, name)
+        largest = _LARGEST[w.dtype]
+        if not (w.max() <= largest and w.min() >= -largest):      # False for NaN
+            raise ValueError(f"{who}: the weight {name!r} holds NaN, infinity or a number larger "
+                             f"than {largest:.0e}, so the result is not a number.")
+    raise ValueError(f"{who}: the numbers grew past what {result.dtype} can hold on the way "
+                     "(the weights are finite, but too large together): scale them down.")
 
 
 def check_sampling(temperature=1.0, top_k=None, top_p=None):
@@ -464,12 +487,19 @@ def checked_inside(inside=True):
 
 
 def checked(check):
-    """Declare a building block's check: check(*args, **kwargs) -> (args, kwargs)."""
+    """Declare a building block's check: check(*args, **kwargs) -> (args, kwargs). A call
+    with a wrong number of arguments gets the block's own name and parameters."""
     def declare(block):
+        signature = inspect.signature(block)
+
         @functools.wraps(block)
         def door(*args, **kwargs):
             if getattr(_DOOR, "inside", False):
                 return block(*args, **kwargs)
+            try:
+                signature.bind(*args, **kwargs)
+            except TypeError as err:
+                raise TypeError(f"{block.__name__}{signature}: {err}.") from None
             args, kwargs = check(*args, **kwargs)
             with checked_inside():
                 return block(*args, **kwargs)
@@ -595,16 +625,15 @@ def check_block(x, blk, n_head, attention_on=True, mlp_on=True, mask=True, trace
             trace, cache), {}
 
 
-def check_unembed(f, params, tied=False):
+def check_unembed(f, params):
     if not isinstance(params, dict) or "wte" not in params:
         raise ValueError(f"unembed takes the weights' dict (with wte, and w_u unless tied), "
                          f"not {shown_value(params)}.")
-    tied = as_flag(tied, "tied")
-    w_u = params["wte"].T if tied or "w_u" not in params else params["w_u"]
+    w_u = params["w_u"] if "w_u" in params else params["wte"].T
     f, w_u = as_numbers(f, "unembed", min_dims=1), as_numbers(w_u, "unembed")
     if w_u.ndim != 2 or w_u.shape[0] != f.shape[-1]:
         raise ValueError(f"unembed takes f [n, d] and W_U [d, V]; got f {f.shape}, W_U {w_u.shape}.")
-    return (f, {"wte": w_u.T, "w_u": w_u}, tied), {}
+    return (f, {"wte": w_u.T, "w_u": w_u}), {}
 
 
 def check_gpt2_config(config):

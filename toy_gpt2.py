@@ -391,10 +391,10 @@ def load_gpt2(folder):
     """Read a GPT-2 checkpoint folder (the four files of GPT2_FILES, or the first two for a
     model of ids alone: then encode and decode are None) into the course's layout.
 
-    Returns a dict: params (PARAMS' layout, float32; w_u is wte^T itself when the checkpoint
-    has no lm_head), n_head, encode, decode, config, tied, eot (the id of <|endoftext|>),
-    vocab, merges, and skipped: the names in the file that are not weights (such as a
-    block's attn.bias, a stored causal mask), left unread. Then forward(ids, lab["params"],
+    Returns a dict: params (PARAMS' layout, float32; without w_u when the checkpoint is
+    tied, so that the output layer is wte^T), n_head, encode, decode, config, eot (the id
+    of <|endoftext|>), vocab, merges, and skipped: the names in the file that are not
+    weights (such as a block's attn.bias, a stored causal mask), left unread. Then forward(ids, lab["params"],
     lab["n_head"]) runs the model.
     Everything read is checked against config.json: what is wrong gets one sentence."""
     from safetensors import SafetensorError
@@ -447,7 +447,7 @@ def load_gpt2(folder):
                              f"but wte has only {len(params['wte'])} rows.")
         encode, decode = bpe_tokenizer(vocab, merges)
     return {"params": params, "n_head": sizes["n_head"], "encode": encode, "decode": decode,
-            "config": config, "tied": tied, "eot": vocab.get(ENDOFTEXT), "vocab": vocab,
+            "config": config, "eot": vocab.get(ENDOFTEXT), "vocab": vocab,
             "merges": merges, "skipped": sorted(set(stored) - set(shapes) - {"lm_head.weight"})}
 
 
@@ -493,7 +493,7 @@ def save_gpt2(folder, params=PARAMS, n_head=N_HEAD, overwrite=False, masks=False
     if masks is not True and masks is not False:
         raise ValueError(f"masks is True or False, not {masks!r:.40}.")
     vocab_size, d = np.shape(params["wte"])
-    tied = "w_u" not in params or np.array_equal(params["w_u"], np.transpose(params["wte"]))
+    tied = "w_u" not in params                                # a tied model has no w_u
     c_fc = weight_at(params, "blocks.0.mlp.c_fc.w")           # None: attention-only blocks
     config = {
         "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
@@ -569,7 +569,7 @@ def download_gpt2(folder="gpt2", repo=GPT2_REPO):
 
 
 def count_params(params):
-    """How many numbers the weights hold (w_u only when it is not wte^T itself)."""
+    """How many numbers the weights hold (a tied model has no w_u: wte counts once)."""
     if not isinstance(params, (dict, list, np.ndarray)):
         raise ValueError(f"count_params takes the weights (a dict such as tm.PARAMS, a list or "
                          f"an array), not {type(params).__name__}.")
@@ -577,13 +577,8 @@ def count_params(params):
 
 
 def _numbers(tree):
-    if isinstance(tree, dict):
-        w_u = tree.get("w_u")
-        shared = isinstance(w_u, np.ndarray) and isinstance(tree.get("wte"), np.ndarray) \
-            and np.shares_memory(w_u, tree["wte"])
-        return sum(_numbers(v) for k, v in tree.items() if not (k == "w_u" and shared))
-    if isinstance(tree, list):
-        return sum(_numbers(v) for v in tree)
+    if isinstance(tree, (dict, list)):
+        return sum(_numbers(v) for v in (tree.values() if isinstance(tree, dict) else tree))
     if isinstance(tree, (np.ndarray, int, float, np.number)) and not isinstance(tree, bool):
         return int(np.size(tree))
     raise ValueError(f"count_params counts arrays of numbers, not {type(tree).__name__}.")
@@ -608,7 +603,7 @@ def token_texts(lab, ids):
 
 
 def gpt2_small_shapes(seed=0, n_layer=12, d=768, vocab=50257, n_ctx=1024):
-    """Random float32 weights of GPT-2 small's shapes, tied (w_u is wte^T, a view). Drawing
+    """Random float32 weights of GPT-2 small's shapes, tied as GPT-2's (no w_u). Drawing
     124 million numbers takes seconds, so 2^20 of them (normal, spread 0.02) are repeated to
     fill one buffer that every weight views: the values do not matter for what is measured."""
     seed = check_seed(seed)
@@ -637,20 +632,19 @@ def gpt2_small_shapes(seed=0, n_layer=12, d=768, vocab=50257, n_ctx=1024):
 
 
 def _read_only(params, w_u=None):
-    """The weights read-only, each checked once (finite, of ordinary size) as it is frozen:
-    forward then trusts them on every call, as it trusts the toy's. w_u: the untied
-    unembedding [d, V]; without it, W_U is wte^T itself (a view, no copy)."""
+    """The weights read-only (see tm.freeze). w_u: the untied unembedding [d, V]; without
+    it the model is tied, and has no w_u."""
     params = dict(freeze(params))
-    params["w_u"] = params["wte"].T if w_u is None else frozen(w_u)
+    if w_u is not None:
+        params["w_u"] = frozen(w_u)
     return ReadOnlyDict(params)
 
 
 def params_by_part(params):
     """{part: how many numbers}: token embeddings (wte), positions (wpe), attention,
-    MLP, LayerNorms, and the output layer's own W_U (0 when tied to wte)."""
+    MLP, LayerNorms, and the output layer's own W_U (0 when tied to wte: no w_u)."""
     check_params(params, 1)
-    parts = Counter()
-    shared = "w_u" in params and np.shares_memory(params["w_u"], params["wte"])
+    parts = Counter({"output layer's own W_U": 0})
 
     def add(path, leaf):
         name = weight_name(path)
@@ -659,9 +653,10 @@ def params_by_part(params):
                 "output layer's own W_U" if name == "w_u" else
                 "LayerNorms" if ".ln_" in f".{name}" else
                 "attention" if ".attn." in name else "MLP")
-        parts[part] += 0 if name == "w_u" and shared else int(np.size(leaf))
+        parts[part] += int(np.size(leaf))
     walk(add, params)
-    return dict(parts)
+    own = parts.pop("output layer's own W_U")       # listed last, as the checkpoint has it
+    return {**parts, "output layer's own W_U": own}
 
 
 def time_generation(ids, params, n_head, n_new, cache):

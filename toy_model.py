@@ -38,8 +38,8 @@ import numpy as np
 
 from toy_checks import (ReadOnlyDict, ReadOnlyList, as_count, as_flag, as_floats, as_ids, as_logits,
                         as_numbers, check_attention, check_block, check_cache, check_cache_batch,
-                        check_causal_mask, check_distribution, check_embed, check_gelu, check_ids,
-                        check_layer_norm, check_linear, check_log_softmax, check_mlp,
+                        check_causal_mask, check_distribution, check_embed, check_finite, check_gelu,
+                        check_ids, check_layer_norm, check_linear, check_log_softmax, check_mlp,
                         check_multi_head, check_params, check_sampling, check_seed, check_softmax,
                         check_targets, check_unembed, checked, checked_inside, frozen, is_number,
                         mismatch_sentence, short_text, shown_value, weight_at)
@@ -410,21 +410,30 @@ def block(x, blk, n_head, attention_on=True, mlp_on=True, mask=True, trace=None,
 
 
 @checked(check_unembed)
-def unembed(f, params, tied=False):
-    """f -> logits: one dot product per vocabulary token. Tied: W_U = wte^T."""
-    w_u = params["wte"].T if tied or "w_u" not in params else params["w_u"]
+def unembed(f, params):
+    """f -> logits: one dot product per vocabulary token. A model without w_u is tied: its
+    output layer is the token embeddings' table turned on its side, W_U = wte^T."""
+    w_u = params["w_u"] if "w_u" in params else params["wte"].T
     return f @ w_u                                  # [n, d] -> [n, V]
 
 
+def tie(params):
+    """The same weights with the output layer tied to the token embeddings: without w_u,
+    so that unembed uses wte^T (GPT-2's own choice). Nothing is copied."""
+    check_params(params, 1)
+    kept = {key: value for key, value in params.items() if key != "w_u"}
+    return ReadOnlyDict(kept) if isinstance(params, ReadOnlyDict) else kept
+
+
 def forward(ids, params=PARAMS, n_head=N_HEAD, attention_on=True, mlp_on=True,
-            tied=False, mask=True, trace=None, cache=None):
+            mask=True, trace=None, cache=None):
     """ids -> logits [n, V]. Pass a dict as trace to get every intermediate by name.
 
     ids: one text [n], or a batch of texts of one length [B, n] (for training). mlp_on:
     run each block's MLP (an attention-only model has none). cache: a
     list (empty at first) that keeps every block's keys and values; with it, ids are the
     tokens that follow those already run, and only their rows are computed (a KV cache)."""
-    n_head = check_params(params, n_head, as_flag(tied, "tied"))
+    n_head = check_params(params, n_head)
     for name, flag in (("attention_on", attention_on), ("mlp_on", mlp_on), ("mask", mask)):
         as_flag(flag, name)
     mlp_on = mlp_on and "mlp" in params["blocks"][0]       # attention-only blocks have none
@@ -444,7 +453,8 @@ def forward(ids, params=PARAMS, n_head=N_HEAD, attention_on=True, mlp_on=True,
                       trace=None if trace is None else traces[i],
                       cache=None if cache is None else cache[i])
         f = layer_norm(y, **params["ln_f"])        # [n, d]
-        logits = unembed(f, params, tied)           # [n, V]
+        logits = unembed(f, params)                 # [n, V]
+    check_finite(logits, params, "forward")         # else: the weight that holds NaN, named
     if trace is not None:                           # a trace used before is written anew
         trace.clear()
         trace.update(traces[-1] if len(traces) == 1 else {}, blocks=traces,
@@ -455,13 +465,14 @@ def forward(ids, params=PARAMS, n_head=N_HEAD, attention_on=True, mlp_on=True,
 def run(text="the cat climbed the", **options):
     """Everything the notebooks show, by name: x, q/k/v and weights per head, h, y, f, logits, p.
 
-    text: a string or token ids. options: params, n_head, attention_on, mlp_on, tied, mask
+    text: a string or token ids. options: params, n_head, attention_on, mlp_on, mask
     (as forward)."""
     ids = encode(text) if isinstance(text, str) else as_ids(text, "run")
-    unknown = set(options) - {"params", "n_head", "attention_on", "mlp_on", "tied", "mask"}
+    unknown = set(options) - {"params", "n_head", "attention_on", "mlp_on", "mask"}
     if unknown:
-        raise ValueError(f"run takes the options params, n_head, attention_on, mlp_on, tied and "
-                         f"mask, not {', '.join(sorted(unknown))}.")
+        raise ValueError(f"run takes the options params, n_head, attention_on, mlp_on and mask, "
+                         f"not {', '.join(sorted(unknown))}" + (" (for tied weights, pass "
+                         "params=tm.tie(tm.PARAMS))." if "tied" in unknown else "."))
     trace = {}
     forward(ids, trace=trace, **options)
     trace["tokens"] = [show(i) for i in trace["ids"]]

@@ -3,7 +3,8 @@
 GPT-2 small's shapes (12 blocks, 12 heads, d = 768, 50,257 tokens, 1,024 positions) with
 random float32 weights, tied like GPT-2's (tg.gpt2_small_shapes, as lab 09 uses); no download. It measures, with toy_model:
 
-- one forward pass over 5 and over 64 tokens (all the logits, as GPT2LMHeadModel computes);
+- one forward pass over 5 and over 64 tokens (all the logits, as GPT2LMHeadModel computes),
+  with the loader's read-only weights and with the same weights as a plain dict of arrays;
 - greedy generation of 20 tokens after a 5-token prompt with the KV cache (tm.forward with a
   cache, as tm.generate(..., cache=True) runs it): the first step runs the prompt, each
   later step one token, the figure called "a cached step" (the median of steps 2 to 20);
@@ -176,10 +177,13 @@ def main():
     print("numpy, two cached steps against the full pass: largest difference "
           f"{np.abs(tm.forward([2], params, 12, cache=kv)[-1] - full[-1]).max():.1e}")
 
-    contenders = {
-        "fwd5": lambda: timed(lambda: tm.forward(PROMPT, params, 12)),
-        "fwd64": lambda: timed(lambda: tm.forward(list(range(64)), params, 12)),
-        "cached": lambda: generation(numpy_steps(params, cache=True), N_NEW)}
+    plain = tm.tree_map(np.array, params)          # a learner's own dict: writable copies
+    contenders = {}
+    for prefix, weights in (("", params), ("plain ", plain)):
+        contenders.update({
+            prefix + "fwd5": lambda w=weights: timed(lambda: tm.forward(PROMPT, w, 12)),
+            prefix + "fwd64": lambda w=weights: timed(lambda: tm.forward(list(range(64)), w, 12)),
+            prefix + "cached": lambda w=weights: generation(numpy_steps(w, cache=True), N_NEW)})
     if args.uncached:
         contenders["uncached"] = lambda: generation(numpy_steps(params, cache=False), N_NEW)
     try:
@@ -209,8 +213,9 @@ def main():
             contenders["torch uncached"] = lambda: generation(
                 torch_steps(model, torch, cache=False), N_NEW)
     rounds = take_turns(contenders, args.repeats)
-    ours = figures(rounds)
-    report("numpy (toy_model.forward, with and without its cache)", ours)
+    ours, own = figures(rounds), figures(rounds, "plain ")
+    report("numpy (toy_model.forward, with and without its cache), the loader's read-only weights", ours)
+    report("numpy, the same weights as a plain dict of arrays (a learner's own)", own)
     if torch is None:
         return
     theirs = figures(rounds, "torch ")
@@ -218,11 +223,12 @@ def main():
            f"(GPT2LMHeadModel, CPU, {torch.get_num_threads()} threads, inference_mode)", theirs)
     print("\nnumpy time / PyTorch time, of the medians (over the rounds: lowest to highest; "
           "the course's target: at most 1.0 on the first three):")
-    for key, label in FIGURES.items():
-        if key in ours:
-            per_round = ours[key] / theirs[key]
-            print(f"  {label:40} {np.median(ours[key]) / np.median(theirs[key]):.2f}  "
-                  f"({per_round.min():.2f} to {per_round.max():.2f})")
+    for weights, mine in (("read-only", ours), ("plain dict", own)):
+        for key, label in FIGURES.items():
+            if key in mine:
+                per_round = mine[key] / theirs[key]
+                print(f"  {weights:10} {label:40} {np.median(mine[key]) / np.median(theirs[key]):.2f}  "
+                      f"({per_round.min():.2f} to {per_round.max():.2f})")
     print("load average after: " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
 
 

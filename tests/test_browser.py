@@ -219,7 +219,7 @@ INTERACTIONS: dict[str, list[Interaction]] = {
                     "attention off: " + summary(tm.run(PROMPT, attention_on=False)["p"][-1])),
         Interaction("tying-switch", look(), TEXT_SHOWS, "own W_U: " + summary(P0)),
         Interaction("tying-switch", click("own W_U"), CANVAS_CHANGES,
-                    "tied: W_U = Eᵀ: " + summary(tm.run(PROMPT, tied=True)["p"][-1])),
+                    "tied: W_U = Eᵀ: " + summary(tm.run(PROMPT, params=tm.tie(tm.PARAMS))["p"][-1])),
         Interaction("tying-switch", type_text("the zebra"), expect=TEXT_CHANGES, contains="no token for"),
     ],
     "07_generation.ipynb": [

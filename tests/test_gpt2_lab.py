@@ -19,7 +19,7 @@ def test_gpt2_small_shapes_are_gpt2_smalls(small):
     assert small["wte"].shape == (50257, 768) and small["wpe"].shape == (1024, 768)
     assert len(small["blocks"]) == 12 and small["wte"].dtype == np.float32
     assert tg.count_params(small) == 124_439_808
-    assert np.shares_memory(small["w_u"], small["wte"])                 # tied, as GPT-2
+    assert "w_u" not in small                                           # tied, as GPT-2
     assert tm.check_params(small, 12) == 12
     assert np.abs(small["blocks"][3]["ln_1"]["g"] - 1).max() < 0.2       # gains near 1
     assert 0.01 < small["blocks"][5]["mlp"]["c_fc"]["w"].std() < 0.03
@@ -234,7 +234,7 @@ def stored_outputs():
 def test_offline_the_toy_shows_once_with_one_line_on_the_loaded_copy_and_tying_is_shown():
     """Stored without GPT-2's weights, the loaded model is the toy: after the one line that
     says how closely it agrees with the course's toy, no table shows a "[the toy, as GPT-2]"
-    column beside "[the toy]"; a tied checkpoint's load is shown (its w_u a view of wte);
+    column beside "[the toy]"; a tied checkpoint's load is shown (tied: without w_u);
     what to look for in GPT-2 small's columns is gathered in one marked note."""
     import re
     cells, outputs = stored_outputs()
@@ -246,9 +246,8 @@ def test_offline_the_toy_shows_once_with_one_line_on_the_loaded_copy_and_tying_i
         header = text.splitlines()[0] if text else ""
         assert not ("[the toy]" in header and "[the toy, as GPT-2]" in header), header
     assert "[the toy, as GPT-2], block 1" not in "".join(outputs)
-    assert any("[the toy, tied, with masks, as GPT-2] loaded as tied: True · w_u shares wte's memory: "
-               "True · skipped, not weights: ['h.0.attn.bias']"
-               in t for t in outputs)
+    assert any("[the toy, tied, with masks, as GPT-2] loaded tied, without w_u: True · skipped, "
+               "not weights: ['h.0.attn.bias']" in t for t in outputs)
     _, prose = lab_prose()
     assert prose.count("### With GPT-2 small loaded") == 1
     assert prose.count("With GPT-2 small loaded") == 2                  # the heading, and the pointer to it
@@ -438,10 +437,9 @@ def test_the_stored_cache_check_runs_gpt2_smalls_shapes_too(small):
 def test_a_checkpoint_saved_with_masks_loads_them_as_skipped_and_runs_the_same(tmp_path):
     """masks=True writes each block's attn.bias as Hugging Face's GPT-2 files hold it, a lower
     triangle of ones [1, 1, n_ctx, n_ctx]; load_gpt2 names them as skipped, reads the same
-    weights, and a tied toy comes back with w_u a view of wte."""
+    weights, and a tied toy comes back tied (without w_u)."""
     from safetensors.numpy import load_file
-    tied = tm.copy_params()
-    tied["w_u"] = tied["wte"].T
+    tied = tm.tie(tm.copy_params())
     folder = tg.save_gpt2(tmp_path, tied, masks=True)
     stored = load_file(folder / "model.safetensors")
     n_ctx = len(tm.PARAMS["wpe"])
@@ -450,10 +448,9 @@ def test_a_checkpoint_saved_with_masks_loads_them_as_skipped_and_runs_the_same(t
     assert all(mask[0, 0, i, j] == (1.0 if j <= i else 0.0) for i in range(n_ctx) for j in range(n_ctx))
     assert "lm_head.weight" not in stored
     lab = tg.load_gpt2(folder)
-    assert lab["skipped"] == ["h.0.attn.bias"] and lab["tied"]
-    assert np.shares_memory(lab["params"]["w_u"], lab["params"]["wte"])
+    assert lab["skipped"] == ["h.0.attn.bias"] and "w_u" not in lab["params"]
     ids = tm.encode("the cat climbed the")
-    expected = tm.forward(ids, tied=True)
+    expected = tm.forward(ids, tm.tie(tm.PARAMS))
     assert np.abs(tm.forward(ids, lab["params"], lab["n_head"]) - expected).max() < 1e-5
     assert tg.load_gpt2(tg.save_gpt2(tmp_path / "plain"))["skipped"] == []
     with pytest.raises(ValueError, match="masks is True or False"):

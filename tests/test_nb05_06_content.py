@@ -134,7 +134,7 @@ def test_05_and_06_say_what_a_row_knows_with_attention_off_and_which_units_learn
 
 def test_06_quotes_the_tying_mechanism_as_computed():
     r = tm.run(TEXT)
-    bypass = tm.run(TEXT, tied=True, attention_on=False, mlp_on=False)
+    bypass = tm.run(TEXT, params=tm.tie(tm.PARAMS), attention_on=False, mlp_on=False)
     assert quoted(NB06, "the MLP adds {}, so") == [tw.fmt(r["mlp"][-1][3])]
     assert quoted(NB06, "y₅'s d4 is {} and") == [tw.fmt(r["y"][-1][3])]
     assert quoted(NB06, "its tied logit, {}, beats") == [tw.fmt(r["f"][-1] @ tm.PARAMS["wte"][THE])]
@@ -324,17 +324,17 @@ def test_06_widget_pictures_differ():
     assert len({pngs[k] for k in pngs}) == len(pngs), "two stored pictures are the same"
 
 
-@pytest.mark.parametrize("make, option, now, other", [
-    (tw.tying_switch, "tied", "own W_U", "tied: W_U = Eᵀ"),
-    (tw.attention_switch, "attention_on", "attention on", "attention off")])
-def test_a_switch_draws_the_flipped_setting_dashed(make, option, now, other):
+@pytest.mark.parametrize("make, flipped, now, other", [
+    (tw.tying_switch, {"params": tm.tie(tm.PARAMS)}, "own W_U", "tied: W_U = Eᵀ"),
+    (tw.attention_switch, {"attention_on": False}, "attention on", "attention off")])
+def test_a_switch_draws_the_flipped_setting_dashed(make, flipped, now, other):
     box = make()
     ax = box.chart.ax
     outlines = [b for b in ax.patches if not b.get_fill()]
     assert len(outlines) == len(tw.TOKENS) and all(b.get_linestyle() == "--" for b in outlines)
-    start = option == "attention_on"
-    p_now = tm.run(TEXT, **{option: start})["p"][-1]
-    p_other = tm.run(TEXT, **{option: not start})["p"][-1]
+    start = make is tw.attention_switch                           # the toggle's first value
+    p_now = tm.run(TEXT)["p"][-1]                                 # both start as the toy is
+    p_other = tm.run(TEXT, **flipped)["p"][-1]
     assert np.allclose(shown(box.chart), p_now)
     assert np.allclose([b.get_height() for b in outlines], p_other)
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
@@ -345,8 +345,7 @@ def test_a_switch_draws_the_flipped_setting_dashed(make, option, now, other):
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend[0] == other and now in legend[2]
     find(box, widgets.Text)[0].value = "the dog climbed the"       # a new prompt: both follow
-    assert np.allclose([b.get_height() for b in outlines],
-                       tm.run("the dog climbed the", **{option: start})["p"][-1])
+    assert np.allclose([b.get_height() for b in outlines], tm.run("the dog climbed the")["p"][-1])
 
 
 def test_the_tying_picture_shows_the_the_leading_when_tied():
@@ -528,9 +527,9 @@ def test_06_direct_path_is_ln_of_the_embedding_only_when_the_block_adds_nothing(
     ln = lambda v: (v - v.mean()) / np.sqrt(v.var() + 1e-5)          # ln_f's gain 1, bias 0
     g, b = (np.asarray(tm.PARAMS["ln_f"][k]) for k in ("g", "b"))
     assert np.allclose(g, 1) and np.allclose(b, 0)
-    bypass = tm.run(TEXT, tied=True, attention_on=False, mlp_on=False)["f"][-1]
+    bypass = tm.run(TEXT, params=tm.tie(tm.PARAMS), attention_on=False, mlp_on=False)["f"][-1]
     assert np.allclose(bypass, ln(E[THE] + wpe[4])) and np.allclose(bypass, ln(E[THE]))
-    with_block = tm.run(TEXT, tied=True)["f"][-1]                     # ln_f of the whole sum
+    with_block = tm.run(TEXT, params=tm.tie(tm.PARAMS))["f"][-1]                     # ln_f of the whole sum
     assert not np.allclose(with_block, ln(E[THE]), atol=0.1)
     text_ = re.sub(r"\s+", " ", prose(NB06))
     assert "only normalised" not in text_

@@ -130,10 +130,10 @@ A = {
     "causal_mask": [COUNT], "attention": [ROWS2, ROWS2, ROWS2, {"mask": FLAG}],
     "multi_head": [ROWS4, C_ATTN, C_PROJ, either(st.sampled_from([1, 2, 4])), {"mask": FLAG}],
     "mlp": [ROWS4, C_FC, MLP_PROJ], "block": [ROWS4, BLOCK, either(st.sampled_from([1, 2, 4]))],
-    "unembed": [ROWS4, PARAMS, {"tied": FLAG}],
-    "forward": [IDS, PARAMS, {"n_head": either(st.just(2)), "tied": FLAG, "mask": FLAG,
+    "unembed": [ROWS4, PARAMS], "tie": [PARAMS],
+    "forward": [IDS, PARAMS, {"n_head": either(st.just(2)), "mask": FLAG,
                               "attention_on": FLAG, "mlp_on": FLAG}],
-    "run": [TEXT, {"tied": FLAG, "mask": FLAG}], "log_softmax": [ROWS12],
+    "run": [TEXT, {"mask": FLAG}], "log_softmax": [ROWS12],
     "cross_entropy": [ROWS12, either(st.lists(st.integers(-1, 11), min_size=1, max_size=5))],
     "entropy": [DIST], "next_token_probs": [ROW12, NUMBER, {"top_k": either(st.integers(1, 12)),
                                                             "top_p": either(st.floats(0.01, 1))}],
@@ -235,6 +235,7 @@ A.update({"fits": "skip: the checks' own sentence, given the verdict they have c
 A.update({f"check_{name}": A[name] for name in ["layer_norm", "gelu", "softmax", "log_softmax", "linear",
                                                  "embed", "causal_mask", "attention", "multi_head",
                                                  "mlp", "block", "unembed"]})
+A.update({"check_finite": "skip: the doors call it on their own result, after check_params"})
 A.update({"checked": "skip: a decorator, applied to the model's functions above",
           "checked_inside": "skip: a context the model's doors enter, no arguments"})
 
@@ -253,6 +254,31 @@ def public_functions():
 def test_every_public_function_is_in_the_table():
     missing = [f"{module}.{name}" for module, name, _ in public_functions() if entry(module, name) is None]
     assert not missing, f"add an entry to the fuzz table A for: {', '.join(missing)}"
+
+
+def test_a_wrong_number_of_arguments_gets_the_functions_own_name():
+    """Too few and too many arguments, to every public function of the model modules and
+    the widgets: the TypeError names the function the learner called (Python's own message
+    for it, or the course's with its parameters), never a check inside it."""
+    wrong = []
+    for module in NAMED:
+        for name, fn in vars(module).items():
+            if name.startswith("_") or not inspect.isfunction(fn) or fn.__module__ != module.__name__:
+                continue
+            kinds = [p for p in inspect.signature(fn).parameters.values()]
+            if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in kinds):
+                continue                                # takes any number
+            positional = [p for p in kinds if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            required = [p for p in positional if p.default is p.empty]
+            for args in [[None] * (len(positional) + 1)] + ([[None] * (len(required) - 1)] if required else []):
+                try:
+                    fn(*args)
+                except TypeError as err:
+                    if not str(err).startswith(f"{name}("):
+                        wrong.append(f"{module.__name__}.{name} with {len(args)}: {err}")
+                else:
+                    wrong.append(f"{module.__name__}.{name} accepted {len(args)} arguments")
+    assert not wrong, "\n".join(wrong)
 
 
 # --- What counts as the course's sentence ------------------------------------------------

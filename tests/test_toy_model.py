@@ -102,7 +102,7 @@ def test_the_mean_loss_is_the_pages_and_log_softmax_is_ln_p():
 
 
 def test_tied_weights_favour_the_token_itself():
-    p = tm.run(TEXT, tied=True)["p"][-1]
+    p = tm.run(TEXT, params=tm.tie(tm.PARAMS))["p"][-1]
     assert tm.VOCAB[int(p.argmax())] == " the"
 
 

@@ -187,7 +187,7 @@ def test_a_checkpoint_of_ids_alone_round_trips_bit_for_bit(tmp_path, d_mlp, tied
     assert json.loads((tmp_path / "config.json").read_text())["n_inner"] == d_mlp
     lab = tg.load_gpt2(tmp_path)
     assert lab["encode"] is None and lab["decode"] is None and lab["n_head"] == 2
-    assert tm.weight_names(lab["params"]) == tm.weight_names(params) + (["w_u"] if tied else [])
+    assert tm.weight_names(lab["params"]) == tm.weight_names(params)     # tied: no w_u, as saved
     for name in tm.weight_names(params):
         assert np.array_equal(tm.get_weight(lab["params"], name), tm.get_weight(params, name)), name
     ids = [3, 1, 4, 1, 5, 9, 2, 6]
@@ -199,3 +199,22 @@ def test_a_checkpoint_with_half_a_tokenizer_is_refused(tmp_path):
     (tmp_path / "vocab.json").write_text("{}")
     with pytest.raises(ValueError, match="merges.txt"):
         tg.load_gpt2(tmp_path)
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_a_saved_and_loaded_model_has_the_same_loss_gradients_and_training(tmp_path, tied):
+    """A tied model is one without w_u, before and after a checkpoint: the loaded model's
+    gradients are the in-memory model's, and training it keeps it tied."""
+    params = tm.tree_map(lambda w: np.asarray(w, np.float32),
+                         tt.init_params(3, tied=tied, d=8, d_mlp=16, n_layer=2, n_vocab=16, n_ctx=16))
+    loaded = tg.load_gpt2(tg.save_gpt2(tmp_path, params, n_head=2))["params"]
+    assert ("w_u" in loaded) == (not tied)
+    ids, targets = [3, 1, 4, 1, 5, 9, 2], [1, 4, 1, 5, 9, 2, 6]
+    loss, grads = tt.loss_and_grads(ids, targets, params, 2)
+    loss_l, grads_l = tt.loss_and_grads(ids, targets, loaded, 2)
+    assert loss_l == loss and tm.weight_names(grads_l) == tm.weight_names(grads)
+    for name in tm.weight_names(grads):
+        assert np.array_equal(tm.get_weight(grads_l, name), tm.get_weight(grads, name)), name
+    trained, _ = tt.train_batches(lambda step: (np.array([ids]), np.array([targets])),
+                                  tm.copy_params(loaded), steps=3, n_head=2)
+    assert ("w_u" in trained) == (not tied)

@@ -125,17 +125,17 @@ def test_logit_shift_typed_then_slid_shows_z_plus_c_and_the_same_p():
     assert np.allclose(shown(root.charts["p"]), tm.softmax(Z))
 
 
-@pytest.mark.parametrize("builder, option, on", [("attention_switch", "attention_on", False),
-                                                 ("tying_switch", "tied", True)])
-def test_a_switch_with_another_prompt(builder, option, on):
+@pytest.mark.parametrize("builder, options, on", [("attention_switch", {"attention_on": False}, False),
+                                                  ("tying_switch", {"params": tm.tie(tm.PARAMS)}, True)])
+def test_a_switch_with_another_prompt(builder, options, on):
     root = getattr(tw, builder)()
     prompt = find(root, widgets.Text)[0]
     prompt.value = "the dog climbed the wall. the"
     find(root, widgets.ToggleButton)[0].value = on
-    expected = tm.run(prompt.value, **{option: on})["p"][-1]
+    expected = tm.run(prompt.value, **options)["p"][-1]
     assert np.allclose(shown(root.chart), expected)
     prompt.value = "the cat"                              # and the prompt again, switch kept
-    assert np.allclose(shown(root.chart), tm.run("the cat", **{option: on})["p"][-1])
+    assert np.allclose(shown(root.chart), tm.run("the cat", **options)["p"][-1])
 
 
 # --- 05: both branches -------------------------------------------------------------------

@@ -4,7 +4,7 @@ import ipywidgets as widgets
 import numpy as np
 from matplotlib.patches import Patch
 
-from toy_model import PARAMS, VOCAB, cross_entropy, encode, entropy, run, softmax, token_name
+from toy_model import PARAMS, VOCAB, cross_entropy, encode, entropy, run, softmax, tie, token_name
 
 from .draw import GREY, SKY, TOKENS, fmt, freeze_layout
 from .kit import builder_text
@@ -443,10 +443,11 @@ def logit_shift(text="the cat climbed the"):
     return root
 
 
-def _switch(name, option, labels, text, title, on=True):
-    """A toggle that reruns the model with option on/off, plus a prompt box; p of the
-    last row as filled bars, and p with the switch flipped as dashed outlines, so that
-    its picture shows both settings. labels = (label when True, label when False)."""
+def _switch(name, options, labels, text, title, on=True):
+    """A toggle that reruns the model with options(on), run's options for the switch on
+    or off, plus a prompt box; p of the last row as filled bars, and p with the switch
+    flipped as dashed outlines, so that its picture shows both settings.
+    labels = (label when True, label when False)."""
     state = WidgetState(text=text, on=on)
     chart = live_chart(name, softmax(_last_logits(text)), title)
     flipped = BarChart(chart.ax, np.zeros(len(TOKENS)), outline=labels[1 if on else 0], color="black")
@@ -459,9 +460,9 @@ def _switch(name, option, labels, text, title, on=True):
     line, area = message_area(), message_area()
 
     def update():
-        p = softmax(_last_logits(state.text, **{option: state.on}))
+        p = softmax(_last_logits(state.text, **options(state.on)))
         chart.set(p, highlight=int(np.argmax(p)), title=f'{title}: "{state.text}"')
-        flipped.set(softmax(_last_logits(state.text, **{option: not state.on})))
+        flipped.set(softmax(_last_logits(state.text, **options(not state.on))))
         now, other = (labels[0], labels[1]) if state.on else (labels[1], labels[0])
         for label, words in zip(legend.get_texts(), [now, "its most likely token", f"{other} (dashed)"],
                                 strict=True):
@@ -490,7 +491,7 @@ def _switch(name, option, labels, text, title, on=True):
 def attention_switch(text="the cat climbed the"):
     """Switch the attention branch off (h = x) and back: the last row's p changes."""
     text = builder_text(text, "attention_switch")   # one sentence for a wrong text
-    return _switch("attention-switch", "attention_on", ("attention on", "attention off"),
+    return _switch("attention-switch", lambda on: {"attention_on": on}, ("attention on", "attention off"),
                    text, "p of the last row")
 
 
@@ -498,5 +499,6 @@ def tying_switch(text="the cat climbed the"):
     """Use the embedding table as the output layer (z = f Eᵀ) or the toy's own W_U;
     it starts from the toy's own W_U."""
     text = builder_text(text, "tying_switch")   # one sentence for a wrong text
-    return _switch("tying-switch", "tied", ("tied: W_U = Eᵀ", "own W_U"),
+    return _switch("tying-switch", lambda on: {"params": tie(PARAMS) if on else PARAMS},
+                   ("tied: W_U = Eᵀ", "own W_U"),
                    text, "p of the last row", on=False)
