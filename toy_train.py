@@ -282,9 +282,10 @@ def sgd_step(params, grads, lr):
 @checked(check_adam_step)
 def adam_step(params, grads, state=None, lr=0.01, betas=(0.9, 0.999), eps=1e-8):
     """Adam: each weight keeps a running mean m of its gradient and v of the gradient's
-    square, and moves against m, by about lr * m / sqrt(v): every weight takes steps of a
-    similar size, however small its gradient. Returns (new params, new state); start with
-    state=None."""
+    square, and moves against m, by about lr * m / sqrt(v): while its gradient is steady,
+    every weight takes steps of about lr, however small its gradient. v averages over about
+    1 / (1 - beta2) steps, so after large gradients the steps stay short for that long.
+    Returns (new params, new state); start with state=None."""
     b1, b2 = betas
     if state is None:
         zeros = tree_map(np.zeros_like, params)

@@ -7,6 +7,7 @@ and the stored live curve is the finished run, not empty axes.
 """
 import base64
 import io
+import inspect
 import json
 import re
 from pathlib import Path
@@ -625,7 +626,10 @@ def test_the_lab_says_what_it_measures_and_no_more():
     assert "memorising the pairs" not in text and "memorising its corpus" not in text
     assert "maximum-likelihood" not in text and text.count("the best fit to the corpus") == 2
     assert "Four facts limit what the sweep can show" in text and "sensitive a run is to a small change" in text
-    assert "It only asks whether the unseen pairs of animal and place stay possible, so a model stopped before" in text
+    assert "A model stopped before it tells the cat's places from the dog's wins on it" in text
+    assert "every weight moves by about the learning rate" not in text      # only while g is steady
+    assert "But v forgets slowly (over about 1,000 steps: β₂ = 0.999" in text
+    assert inspect.signature(tt.adam_step).parameters["betas"].default[1] == 0.999    # the lab's Adam
     assert "Here early stopping keeps a model from before the subject was learnt, as the box of section 6 warns" in text
     assert "Read this first" not in text and "can even beat" not in text
     assert "it has begun to *overfit*" not in text and "starts to memorise" not in text and "by heart" not in text

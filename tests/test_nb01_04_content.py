@@ -663,3 +663,17 @@ def test_04_head_2s_story_covers_rows_4_and_5_with_the_models_numbers():
     assert f"the row gains +{f(written[3, 0])} on" in prose
     assert f"Its output is half of `␣cat`'s own \"go on\" after LayerNorm (`the`'s is 0), {f(out[1, 0])}" in prose
     assert f"W_O turns that into -{f(-written[1, 0])}" in prose
+
+
+def test_02_without_positions_only_the_last_row_is_blind_to_the_order_before_it():
+    """The Positions section's claim: in the one-block toy, with positions zeroed, the tokens
+    before the last one could stand in any order and its row would come out the same."""
+    blind = tm.copy_params()
+    blind["wpe"][:] = 0.0
+    ids = tm.encode(TEXT)
+    shuffled = [ids[2], ids[0], ids[3], ids[1], ids[4]]
+    same, other = tm.forward(ids, blind), tm.forward(shuffled, blind)
+    assert np.allclose(same[-1], other[-1], atol=1e-12)
+    assert not np.allclose(tm.forward(shuffled)[-1], tm.forward(ids)[-1])    # with positions it differs
+    prose = "".join(source(c) for c in section_with("02_embeddings", "## Positions"))
+    assert "could stand in any order and hand it the same sum" in prose
