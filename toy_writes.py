@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from toy_checks import as_count, as_path, check_seed, checked_inside, shown_value
+from toy_checks import as_count, as_path, check_params, check_seed, checked_inside, shown_value
 from toy_model import cross_entropy, forward, generate as generate_tokens, tree_map
 from toy_train import adam_step, init_params, learning_rate, loss_and_grads
 
@@ -57,6 +57,15 @@ def decode(ids):
     return "".join(CHARS[i] for i in arr)
 
 
+def char_ids(ids, who, n_min=2):
+    """ids as a 1-D array of whole numbers from 0 to V - 1 (at least n_min), or one sentence."""
+    arr = np.asarray(ids) if isinstance(ids, (list, tuple, np.ndarray)) else np.zeros((0, 0))
+    if arr.ndim != 1 or len(arr) < n_min or arr.dtype.kind not in "iu" or arr.min() < 0 or arr.max() >= V:
+        raise ValueError(f"{who} takes character ids, as tx.encode(text) gives them (at least "
+                         f"{n_min}, each from 0 to {V - 1}), not {shown_value(ids)}.")
+    return arr
+
+
 def load_text(part="train"):
     """The cleaned plays: "train" (nine plays, about 1 MB) or "heldout" (Macbeth)."""
     if part not in ("train", "heldout"):
@@ -69,7 +78,8 @@ def load_text(part="train"):
 def windows(ids, starts, n_ctx=RECIPE["n_ctx"]):
     """(inputs, targets), [len(starts), n_ctx] each: the characters from each start, and
     the same shifted by one (each position's next character)."""
-    rows = np.asarray(ids)[np.asarray(starts)[:, None] + np.arange(n_ctx + 1)]
+    ids = char_ids(ids, "tx.windows", n_ctx + 1)
+    rows = ids[np.asarray(starts)[:, None] + np.arange(n_ctx + 1)]
     return rows[:, :-1], rows[:, 1:]
 
 
@@ -94,6 +104,7 @@ def heldout_windows(ids, n=None, n_ctx=RECIPE["n_ctx"], seed=None):
 
 def model_loss(params, n_head, inputs, targets, chunk=64):
     """The mean loss, nats per character, over windows (run chunk windows at a time)."""
+    check_params(params, n_head)
     total = 0.0
     for i in range(0, len(inputs), chunk):
         logits = forward(inputs[i:i + chunk], params, n_head)
@@ -105,12 +116,12 @@ def model_loss(params, n_head, inputs, targets, chunk=64):
 
 def unigram_counts(ids):
     """How often each character occurs: [V]."""
-    return np.bincount(np.asarray(ids), minlength=V)
+    return np.bincount(char_ids(ids, "tx.unigram_counts", 1), minlength=V)
 
 
 def bigram_counts(ids):
     """counts[a, b]: how often character b follows character a: [V, V]."""
-    ids = np.asarray(ids)
+    ids = char_ids(ids, "tx.bigram_counts")
     counts = np.zeros((V, V), dtype=np.int64)
     np.add.at(counts, (ids[:-1], ids[1:]), 1)
     return counts
@@ -127,7 +138,7 @@ def smoothed(counts, add=1.0):
 def baselines(train_ids, held_ids, add=1.0):
     """Held-out nats per character of three guesses: uniform (ln V), unigram (each
     character's frequency in training), bigram (the frequency given the one before)."""
-    held_ids = np.asarray(held_ids)
+    held_ids = char_ids(held_ids, "tx.baselines (held_ids)")
     p1 = smoothed(unigram_counts(train_ids), add)
     p2 = smoothed(bigram_counts(train_ids), add)
     return {"uniform": float(np.log(V)),
@@ -239,6 +250,7 @@ def generate(params, n_head, prompt, n_new=80, temperature=0.8, top_k=None, top_
     model reads at most n_ctx positions, so before each step the text is cropped to its
     last n_ctx - 1 characters (tm.generate stops when the context is full): what falls off
     the front the model no longer sees. Returns the new characters only."""
+    check_params(params, n_head)
     ids = list(encode(prompt))
     if not ids:
         raise ValueError("tx.generate needs a prompt of at least one character.")
@@ -261,6 +273,7 @@ def sample_line(params, n_head, prompt="ROMEO:\n", n_new=80, temperature=0.8, se
 
 def next_char_probs(params, n_head, prompt):
     """p of the next character after prompt (its last n_ctx characters): [V]."""
+    check_params(params, n_head)
     ids = encode(prompt)
     if not len(ids):
         raise ValueError("tx.next_char_probs needs a prompt of at least one character.")

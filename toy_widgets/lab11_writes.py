@@ -1,0 +1,373 @@
+"""Lab 11, Writes: the model trained live on Shakespeare (curves and samples as it goes), the
+stored sweep's curves, the next character's p, attention over a line of text, and the
+lab's exercises.
+"""
+import functools
+import html
+
+import ipywidgets as widgets
+import numpy as np
+
+import toy_writes as tx
+from toy_checks import check_params, shown_value
+from toy_model import forward, sample
+
+from .draw import BLUE, GREY, HEAT, ORANGE, VERMILION, fmt, new_figure, static
+from .kit import live_figure, redraw, shown_running
+from .exercises import choice_exercise, code_exercise, number_exercise
+
+LN_V = float(np.log(tx.V))
+
+
+def _model_of(model, who):
+    """(params, n_head) from a run of tx.train, tx.load_trained(), or one sentence."""
+    if not (isinstance(model, dict) and "params" in model and "n_head" in model):
+        raise ValueError(f"{who} takes a trained model: the run tx.train returns or "
+                         f"tx.load_trained(), not {shown_value(model)}.")
+    return model["params"], check_params(model["params"], model["n_head"])
+
+
+def _loss_axes(ax, steps, title):
+    """Nats per character against the step; ln V dashed, 2.0 dotted."""
+    ax.axhline(LN_V, color=GREY, linestyle="--", linewidth=1,
+               label=f"uniform guess, ln {tx.V} = {fmt(LN_V, 2)}")
+    ax.axhline(2.0, color=GREY, linestyle=":", linewidth=1.2, label="2 nats per character")
+    ax.set_xlim(0, steps)
+    ax.set_ylim(1.2, 4.5)
+    ax.set_xlabel("training step")
+    ax.set_ylabel("nats per character")
+    ax.set_title(title)
+    train, = ax.plot([], [], color=BLUE, linewidth=2, label="training batches")
+    held, = ax.plot([], [], color=ORANGE, linewidth=2, label="held-out play")
+    ax.legend(loc="upper right", fontsize=8)
+    return train, held
+
+
+# --- 1. Training live ----------------------------------------------------------------------
+
+def writes_training(seed=tx.LIVE_SEED, steps=tx.RECIPE["steps"], every=50, sample_every=250):
+    """w-writes-training: tx.train(seed, steps) drawing the training and held-out losses as
+    it trains, a progress line, and under it a line generated every sample_every steps.
+    Returns the run tx.train returns; the stored output is the finished curve. Bad settings
+    get their sentence in the progress line, and None is returned."""
+    shown_steps = steps if isinstance(steps, (int, np.integer)) and 0 < steps <= 100_000 else 1
+    fig, ax = live_figure("writes-training", 7.2, 3.4)
+    train_line, held_line = _loss_axes(ax, shown_steps, "Characters of Shakespeare, learnt live")
+    root, progress, handle = shown_running("writes-training", fig, [train_line, held_line], shown_steps)
+    samples = widgets.HTML("")
+    root.children = (*root.children, samples)
+    root.progress, root.samples = progress, samples        # for tests
+    writes_training.panel = root
+    seen = {"steps": [], "train": [], "heldout": []}
+    shown = []
+
+    def on_measure(step, train_loss, held_loss, text):
+        for key, value in (("steps", step), ("train", train_loss), ("heldout", held_loss)):
+            seen[key].append(value)
+        progress.value = html.escape(f"step {step} of {steps}: training {fmt(train_loss, 2)}, "
+                                     f"held-out {fmt(held_loss, 2)} nats per character")
+        train_line.set_data(seen["steps"], seen["train"])
+        held_line.set_data(seen["steps"], seen["heldout"])
+        redraw(fig)
+        if text is not None:
+            shown.append(f"<b>--- step {step}</b>\n{html.escape(text)}")
+            samples.value = "<pre style='line-height:1.25'>" + "\n\n".join(shown) + "</pre>"
+
+    try:
+        run = tx.train(seed, steps, every=every, callback=on_measure, sample_every=sample_every)
+    except ValueError as err:
+        progress.value = html.escape(str(err))
+        return None
+    progress.value = html.escape(f"done: {steps} steps; held-out {fmt(run['heldout'][-1], 2)} "
+                                 f"nats per character (uniform guess {fmt(LN_V, 2)})")
+    if handle is not None:
+        handle.update(root)
+    return run
+
+
+def _sweep_run(sweep, seed, who):
+    ok = isinstance(sweep, dict) and isinstance(sweep.get("runs"), list) and sweep["runs"] and all(
+        isinstance(r, dict) and {"seed", "steps", "train", "heldout", "samples"} <= r.keys()
+        for r in sweep["runs"])
+    if not ok:
+        raise ValueError(f"{who} takes the sweep tx.load_sweep() reads, not {shown_value(sweep)}.")
+    found = [r for r in sweep["runs"] if r["seed"] == seed]
+    if not found:
+        raise ValueError(f"The sweep has no run of seed {shown_value(seed)}: its seeds are "
+                         f"{', '.join(str(r['seed']) for r in sweep['runs'])}.")
+    return found[0]
+
+
+def stored_training(sweep, seed=tx.LIVE_SEED):
+    """The run of `seed` as the sweep stored it: its two curves (a static picture) and the
+    line it wrote every 250 steps: what writes_training shows, without training."""
+    r = _sweep_run(sweep, seed, "stored_training")
+    fig, ax = new_figure(7.2, 3.4)
+    train, held = _loss_axes(ax, r["steps"][-1], f"Seed {seed}'s run, as the sweep stored it")
+    train.set_data(r["steps"], r["train"])
+    held.set_data(r["steps"], r["heldout"])
+    static(fig)
+    for step, text in r["samples"].items():
+        print(f"--- step {step}\n{text}")
+
+
+def sweep_curves(sweep, live_seed=tx.LIVE_SEED):
+    """The stored sweep's held-out curve for every seed (grey), the live seed's training and
+    held-out curves in colour. A static picture."""
+    _sweep_run(sweep, live_seed, "sweep_curves")
+    fig, ax = new_figure(7.2, 3.4)
+    steps = max(r["steps"][-1] for r in sweep["runs"])
+    train, held = _loss_axes(ax, steps, f"{len(sweep['runs'])} seeds of the recipe")
+    for r in sweep["runs"]:
+        if r["seed"] == live_seed:
+            train.set_data(r["steps"], r["train"])
+            held.set_data(r["steps"], r["heldout"])
+        else:
+            ax.plot(r["steps"], r["heldout"], color=GREY, linewidth=1)
+    train.set_label(f"seed {live_seed}: training batches")
+    held.set_label(f"seed {live_seed}: held-out play")
+    ax.plot([], [], color=GREY, linewidth=1, label="other seeds: held-out")
+    ax.legend(loc="upper right", fontsize=8)
+    static(fig)
+
+
+# --- 2. The next character ---------------------------------------------------------------
+
+def _char_name(c):
+    return {"\n": "⏎", " ": "␣"}.get(c, c)
+
+
+def next_char_plot(model, prompt, top=12):
+    """Bars of the `top` likeliest next characters after prompt (tx.next_char_probs)."""
+    params, n_head = _model_of(model, "next_char_plot")
+    p = tx.next_char_probs(params, n_head, prompt)
+    order = np.argsort(-p, kind="stable")[:top]
+    fig, ax = new_figure(7.2, 2.8)
+    ax.bar(range(top), p[order], color=BLUE)
+    ax.set_xticks(range(top), [_char_name(tx.CHARS[i]) for i in order], fontsize=12)
+    ax.set_ylabel("p")
+    ax.set_ylim(0, 1)
+    tail = prompt[-24:].replace("\n", "⏎")
+    ax.set_title(f"After “…{tail}”: the {top} likeliest next characters")
+    static(fig)
+
+
+# --- 3. Attention over a line --------------------------------------------------------------
+
+def attention_maps(model, text, heads):
+    """Each head of `heads` ((block, head), counted from 0) as a heat map over text: row i,
+    the character looking; column j, the character looked at (the future blank). Readable
+    for two maps of 20 characters or one of 30."""
+    params, n_head = _model_of(model, "attention_maps")
+    ids = tx.encode(text)
+    weights = attention_weights(params, n_head, ids)
+    labels = [_char_name(c) for c in text]
+    fig = new_figure(7.2, 3.6)[0]
+    fig.clear()
+    axes = fig.subplots(1, len(heads))
+    for ax, (layer, head) in zip(np.atleast_1d(axes), heads):
+        w = weights[layer][head]
+        n = len(w)
+        ax.imshow(np.where(np.tril(np.ones((n, n), dtype=bool)), w, np.nan), cmap=HEAT, vmin=0, vmax=1)
+        ax.set_xticks(range(n), labels, fontsize=8)
+        ax.set_yticks(range(n), labels, fontsize=8)
+        ax.set_title(f"block {layer + 1}, head {head + 1}", fontsize=10)
+    static(fig)
+
+
+def attention_weights(params, n_head, ids):
+    """Every head's attention on one text: weights[layer][head] is [n, n]."""
+    trace = {}
+    forward(np.asarray(ids), params, n_head, trace=trace)
+    return [[h["weights"] for h in blk["heads"]] for blk in trace["blocks"]]
+
+
+def offset_scores(weights, offset):
+    """The mean weight each position i >= offset puts on position i - offset (1: all of it);
+    offset 0: on itself, 1: on the previous character."""
+    w = np.asarray(weights)
+    return float(np.diagonal(w, offset=-offset, axis1=-2, axis2=-1).mean())
+
+
+def head_table(model, text):
+    """Each head's previous-character and same-character scores on text: [(layer, head,
+    previous, itself)]."""
+    params, n_head = _model_of(model, "head_table")
+    weights = attention_weights(params, n_head, tx.encode(text))
+    return [(layer, head, offset_scores(w, 1), offset_scores(w, 0))
+            for layer, heads in enumerate(weights) for head, w in enumerate(heads)]
+
+
+# --- Exercises -------------------------------------------------------------------------------
+
+@functools.cache
+def _counts():
+    """From the training plays: (count of "ax", times "a" is followed by anything, count of
+    "xe", times "x" is)."""
+    counts = tx.bigram_counts(tx.encode(tx.load_text("train")))
+    a, x, e = (tx.CHARS.index(c) for c in "axe")
+    return int(counts[a, x]), int(counts[a].sum()), int(counts[x, e]), int(counts[x].sum())
+
+
+def _bigram_loss(add=1, size=tx.V, mean=True, log=np.log):
+    ax, a, xe, x = _counts()
+    losses = [-log((ax + add) / (a + add * size)), -log((xe + add) / (x + add * size))]
+    return float(np.mean(losses) if mean else np.sum(losses))
+
+
+number_exercise(
+    "11.1", lambda: (
+        "The bigram loss from counts. In the training plays, “a” is followed by a character "
+        f"{_counts()[1]:,} times, {_counts()[0]:,} of them by “x”; “x” is followed by a character "
+        f"{_counts()[3]:,} times, {_counts()[2]:,} of them by “e”. With add-one smoothing "
+        f"over the {tx.V} characters, what is the bigram model's mean loss, in nats per "
+        "character, on the two predictions of the text “axe” (“x” after “a”, “e” after “x”)?"),
+    answer=_bigram_loss,
+    hints=lambda: [(_bigram_loss(add=0), "That is without smoothing: add one to each count, "
+                    f"and {tx.V} to each total (one for every character)."),
+                   (_bigram_loss(size=1), f"Add-one smoothing adds one to every one of the {tx.V} "
+                    f"counts in the row, so the total grows by {tx.V}, not by 1."),
+                   (_bigram_loss(mean=False), "That is the sum of the two losses; the loss per "
+                    "character is their mean."),
+                   (_bigram_loss(log=np.log10), "Use the natural logarithm (ln): nats, not digits.")],
+    solution=lambda: (
+        f"{fmt(_bigram_loss())}. p(x | a) = ({_counts()[0]} + 1) / ({_counts()[1]} + {tx.V}), "
+        f"p(e | x) = ({_counts()[2]} + 1) / ({_counts()[3]} + {tx.V}); the loss is the mean of "
+        "−ln p over the two. Smoothing moves a row seen only a few hundred times (x's) more "
+        "than a common one. tx.baselines does the same over every character of the held-out play."))
+
+
+_T_RIGHT = ("0.5: fewer odd characters, more common words and repeats; 2: the distribution "
+            "flattens towards uniform, and the text falls apart into random letters.")
+_T = ["0.5: more varied, surprising text; 2: safer, more repetitive text.",
+      _T_RIGHT,
+      "Neither changes which character is likeliest, so the samples look the same.",
+      "0.5 halves every probability and 2 doubles it."]
+
+choice_exercise(
+    "11.2", "Predict before you run the cells: what do temperatures 0.5 and 2 do to the "
+            "model's samples, compared with temperature 1?",
+    options=_T, answer=_T_RIGHT,
+    hints={_T[0]: "Dividing the logits by 0.5 doubles the gaps between them: the likeliest "
+                  "characters take even more of the probability.",
+           _T[2]: "The likeliest character stays first, but sampling draws others too: how "
+                  "often depends on how flat p is, and T changes that.",
+           _T[3]: "p must still add up to 1: temperature divides the logits, before the softmax."},
+    solution=("Temperature divides the logits before the softmax. Below 1 the gaps grow, so "
+              "the likeliest characters take more of p and samples keep to common spellings "
+              "(and may repeat); above 1 the gaps shrink, p tends to uniform over all "
+              f"{tx.V} characters, and misspellings and odd marks appear. Section 5's cells show both."))
+
+
+def sample_chars(p_of, ids, n_new, seed, n_ctx=tx.RECIPE["n_ctx"]):
+    """The course's sampling loop, by hand: p_of(ids) gives the next id's distribution;
+    crop to the last n_ctx - 1 ids, draw with tm.sample, append, repeat."""
+    rng = np.random.default_rng(seed)
+    ids = list(ids)
+    for _ in range(n_new):
+        ids.append(sample(p_of(ids[-(n_ctx - 1):]), rng))
+    return ids
+
+
+def _bigram_p_of():
+    p = tx.smoothed(tx.bigram_counts(tx.encode(tx.load_text("heldout"))))
+
+    def p_of(ids):
+        if len(ids) > tx.RECIPE["n_ctx"] - 1:
+            raise ValueError(f"This model reads at most {tx.RECIPE['n_ctx'] - 1} ids; crop first.")
+        return p[ids[-1]]
+    return p_of
+
+
+def _sample_cases():
+    p_of = _bigram_p_of()
+    start = list(tx.encode("ROMEO:\n"))
+    long = list(tx.encode(tx.load_text("heldout")[:80]))
+    return [("20 characters after “ROMEO:⏎”, seed 0 (a bigram model as p_of)", (p_of, start, 20, 0)),
+            ("5 characters, seed 3", (p_of, start, 5, 3)),
+            ("40 characters after a prompt of 80 (longer than the context)", (p_of, long, 40, 1))]
+
+
+code_exercise(
+    "11.3", "Write `sample_chars(p_of, ids, n_new, seed)`: p_of(ids) gives the next "
+            "character's distribution p for a list of at most 63 ids. Start a generator "
+            "rng = np.random.default_rng(seed) once; then n_new times: crop ids to their last "
+            "63, draw the next id with tm.sample(p, rng), append it. Return the whole list of ids.",
+    reference=sample_chars, cases=_sample_cases,
+    mistakes=[(lambda p_of, ids, n, seed: _greedy(p_of, ids, n),
+               "that is greedy decoding (always the likeliest): draw from p with tm.sample instead."),
+              (lambda p_of, ids, n, seed: _fresh_rng(p_of, ids, n, seed),
+               "make the generator once, before the loop: a new one from the same seed at each "
+               "step draws the same random number every time."),
+              (lambda p_of, ids, n, seed: sample_chars(p_of, ids, n, seed)[len(ids):],
+               "return the whole list: the ids you were given, then the new ones.")],
+    solution='''def sample_chars(p_of, ids, n_new, seed):
+    rng = np.random.default_rng(seed)          # once: its draws go on from step to step
+    ids = list(ids)
+    for _ in range(n_new):
+        p = p_of(ids[-63:])                    # the model sees at most its context
+        ids.append(tm.sample(p, rng))
+    return ids''')
+
+
+def _greedy(p_of, ids, n):
+    ids = list(ids)
+    for _ in range(n):
+        ids.append(int(np.argmax(p_of(ids[-63:]))))
+    return ids
+
+
+def _fresh_rng(p_of, ids, n, seed):
+    ids = list(ids)
+    for _ in range(n):
+        ids.append(sample(p_of(ids[-63:]), np.random.default_rng(seed)))
+    return ids
+
+
+READ_LINE = "But soft, what light through yonder window breaks?"      # section 6's line
+
+
+@functools.cache
+def _trained():
+    return tx.load_trained()
+
+
+@functools.cache
+def _read_head():
+    """The head with the highest previous-character score on READ_LINE, and its scores."""
+    table = head_table(_trained(), READ_LINE)
+    return max(table, key=lambda r: r[2])
+
+
+_READ = ["the character just before it (one back)", "itself", "the first character of the text",
+         "every earlier character about equally"]
+
+
+def _read_answer():
+    layer, head, prev, itself = _read_head()
+    n = len(READ_LINE)
+    first = _first_weight(layer, head)
+    even = float(np.mean([1 / (i + 1) for i in range(1, n)]))
+    best = max(zip((prev, itself, first, even), _READ))
+    return best[1]
+
+
+def _first_weight(layer, head):
+    model = _trained()
+    w = attention_weights(model["params"], model["n_head"], tx.encode(READ_LINE))[layer][head]
+    return float(w[1:, 0].mean())
+
+
+choice_exercise(
+    "11.4", lambda: (f"Read a head's map. The map above is block {_read_head()[0] + 1}, head "
+                     f"{_read_head()[1] + 1}, over the start of section 6's line. Averaged "
+                     "over the rows, where does the largest share of a row's weight go?"),
+    options=_READ, answer=_read_answer,
+    hints=lambda: {o: ("Look at where the bright cells lie in each row: on the diagonal (itself), "
+                       "just left of it (one back), in the first column, or spread out.")
+                   for o in _READ},
+    solution=lambda: (
+        f"{_read_answer()[0].upper() + _read_answer()[1:]}: its previous-character score "
+        f"(the mean weight on i − 1) is {fmt(_read_head()[2], 2)}, its weight on itself "
+        f"{fmt(_read_head()[3], 2)}: in the map, the bright cells lie just left of the "
+        "diagonal. Lab 10's previous-token head had the same pattern."))
