@@ -186,14 +186,11 @@ CACHE = ("forward's cache is a list that forward fills: pass an empty list [] th
          "then the same list with the tokens that follow")
 
 
-def check_cache(cache, params, attention_on=True):
+def check_cache(cache, params):
     """A KV cache as forward fills it (empty, or one dict of keys and values per block);
     returns how many positions it holds: its keys' length along the positions axis."""
     if not isinstance(cache, (list, type(None))):
         raise ValueError(f"{CACHE}, not {shown_value(cache)}.")
-    if cache is not None and not attention_on:
-        raise ValueError("With attention off there are no keys and values to keep: run forward "
-                         "without a cache (cache=None).")
     if not cache:
         return 0
     blocks = params["blocks"]
@@ -605,12 +602,10 @@ def check_mlp(x, c_fc, c_proj, trace=None):
     return (x, c_fc, c_proj, _dict_or_none(trace, "mlp's trace")), {}
 
 
-def check_block(x, blk, n_head, attention_on=True, mlp_on=True, mask=True, trace=None, cache=None):
+def check_block(x, blk, n_head, mask=True, trace=None, cache=None):
     if not isinstance(blk, dict) or set(blk) not in ({"ln_1", "attn", "ln_2", "mlp"}, {"ln_1", "attn"}):
         raise ValueError(f"block takes one block's weights, a dict with ln_1, attn, ln_2 and mlp "
                          f"(as params['blocks'][0]), or ln_1 and attn only, not {shown_value(blk)}.")
-    if as_flag(mlp_on, "mlp_on") and "mlp" not in blk:
-        raise ValueError("This block has no MLP (attention only): call it with mlp_on=False.")
     x = as_numbers(x, "block", min_dims=2)
     for part, keys in [("ln_1", ("g", "b")), ("attn", ("c_attn", "c_proj")), ("ln_2", ("g", "b")),
                        ("mlp", ("c_fc", "c_proj"))][:len(blk)]:
@@ -621,8 +616,7 @@ def check_block(x, blk, n_head, attention_on=True, mlp_on=True, mask=True, trace
         x, **blk["attn"], n_head=n_head, mask=mask, trace=trace, cache=cache)
     if "mlp" in blk:
         check_mlp(x, **blk["mlp"])
-    return (x, blk, n_head, as_flag(attention_on, "attention_on"), as_flag(mlp_on, "mlp_on"), mask,
-            trace, cache), {}
+    return (x, blk, n_head, mask, trace, cache), {}
 
 
 def check_unembed(f, params):

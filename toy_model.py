@@ -396,14 +396,13 @@ def mlp(x, c_fc, c_proj, trace=None):
 # mlp(x, c_fc, c_proj)); a block takes its whole dict, blk = params["blocks"][i].
 
 @checked(check_block)
-def block(x, blk, n_head, attention_on=True, mlp_on=True, mask=True, trace=None, cache=None):
+def block(x, blk, n_head, mask=True, trace=None, cache=None):
     """Pre-LN transformer block: h = x + attn(LN1(x)), y = h + mlp(LN2(h)).
     (An attention-only block has no ln_2 and no mlp: y = h.)"""
     a = layer_norm(x, **blk["ln_1"])                # [n, d]
-    h = x + multi_head(a, **blk["attn"], n_head=n_head, mask=mask, trace=trace,
-                       cache=cache) if attention_on else x
-    u = layer_norm(h, **blk["ln_2"]) if mlp_on else None     # what the MLP reads
-    y = h + mlp(u, **blk["mlp"], trace=trace) if mlp_on else h
+    h = x + multi_head(a, **blk["attn"], n_head=n_head, mask=mask, trace=trace, cache=cache)
+    u = layer_norm(h, **blk["ln_2"]) if "mlp" in blk else None     # what the MLP reads
+    y = h + mlp(u, **blk["mlp"], trace=trace) if "mlp" in blk else h
     if trace is not None:
         trace.update(ln1=a, h=h, ln2=u, y=y)
     return y                                        # [n, d]
@@ -417,6 +416,8 @@ def unembed(f, params):
     return f @ w_u                                  # [n, d] -> [n, V]
 
 
+# The widgets' switches are edits of the weights, each a new tree beside the old one.
+
 def tie(params):
     """The same weights with the output layer tied to the token embeddings: without w_u,
     so that unembed uses wte^T (GPT-2's own choice). Nothing is copied."""
@@ -425,21 +426,34 @@ def tie(params):
     return ReadOnlyDict(kept) if isinstance(params, ReadOnlyDict) else kept
 
 
-def forward(ids, params=PARAMS, n_head=N_HEAD, attention_on=True, mlp_on=True,
-            mask=True, trace=None, cache=None):
+def switch_off(params, branch):
+    """The same weights with every block's attention branch ("attn") or MLP branch ("mlp")
+    switched off: its output projection c_proj zeroed, so the branch adds 0 to the stream
+    (h = x, or y = h). The other weights are the same arrays."""
+    check_params(params, 1)
+    if branch not in ("attn", "mlp") or branch not in params["blocks"][0]:
+        raise ValueError(f"switch_off takes 'attn' or 'mlp' (a branch these blocks have), "
+                         f"not {shown_value(branch)}.")
+    read_only = isinstance(params, ReadOnlyDict)
+
+    def edit(path, leaf):
+        if path[0] == "blocks" and path[2:4] == (branch, "c_proj"):
+            return frozen(np.zeros_like(leaf)) if read_only else np.zeros_like(leaf)
+        return leaf
+    return walk(edit, params, kinds=(ReadOnlyDict, ReadOnlyList) if read_only else (dict, list))
+
+
+def forward(ids, params=PARAMS, n_head=N_HEAD, mask=True, trace=None, cache=None):
     """ids -> logits [n, V]. Pass a dict as trace to get every intermediate by name.
 
-    ids: one text [n], or a batch of texts of one length [B, n] (for training). mlp_on:
-    run each block's MLP (an attention-only model has none). cache: a
+    ids: one text [n], or a batch of texts of one length [B, n] (for training). cache: a
     list (empty at first) that keeps every block's keys and values; with it, ids are the
     tokens that follow those already run, and only their rows are computed (a KV cache)."""
     n_head = check_params(params, n_head)
-    for name, flag in (("attention_on", attention_on), ("mlp_on", mlp_on), ("mask", mask)):
-        as_flag(flag, name)
-    mlp_on = mlp_on and "mlp" in params["blocks"][0]       # attention-only blocks have none
+    as_flag(mask, "mask")
     if not isinstance(trace, (dict, type(None))):
         raise ValueError(f"forward's trace must be a dict (or None), not {shown_value(trace)}.")
-    start = check_cache(cache, params, attention_on)        # positions already in the cache
+    start = check_cache(cache, params)              # positions already in the cache
     ids = check_ids(ids, len(params["wpe"]) - start, len(params["wte"]))
     if cache:
         check_cache_batch(cache, ids)
@@ -449,7 +463,7 @@ def forward(ids, params=PARAMS, n_head=N_HEAD, attention_on=True, mlp_on=True,
         x = embed(np.asarray(ids), params["wte"], params["wpe"], start)    # [n, d]
         y, traces = x, [{} for _ in params["blocks"]]    # what each block computed
         for i, blk in enumerate(params["blocks"]):
-            y = block(y, blk, n_head=n_head, attention_on=attention_on, mlp_on=mlp_on, mask=mask,
+            y = block(y, blk, n_head=n_head, mask=mask,
                       trace=None if trace is None else traces[i],
                       cache=None if cache is None else cache[i])
         f = layer_norm(y, **params["ln_f"])        # [n, d]
@@ -465,14 +479,13 @@ def forward(ids, params=PARAMS, n_head=N_HEAD, attention_on=True, mlp_on=True,
 def run(text="the cat climbed the", **options):
     """Everything the notebooks show, by name: x, q/k/v and weights per head, h, y, f, logits, p.
 
-    text: a string or token ids. options: params, n_head, attention_on, mlp_on, mask
-    (as forward)."""
+    text: a string or token ids. options: params, n_head, mask (as forward)."""
     ids = encode(text) if isinstance(text, str) else as_ids(text, "run")
-    unknown = set(options) - {"params", "n_head", "attention_on", "mlp_on", "mask"}
+    unknown = set(options) - {"params", "n_head", "mask"}
     if unknown:
-        raise ValueError(f"run takes the options params, n_head, attention_on, mlp_on and mask, "
-                         f"not {', '.join(sorted(unknown))}" + (" (for tied weights, pass "
-                         "params=tm.tie(tm.PARAMS))." if "tied" in unknown else "."))
+        raise ValueError(f"run takes the options params, n_head and mask, not "
+                         f"{', '.join(sorted(unknown))}: a switch is an edit of the weights, such "
+                         "as params=tm.switch_off(tm.PARAMS, 'attn') or params=tm.tie(tm.PARAMS).")
     trace = {}
     forward(ids, trace=trace, **options)
     trace["tokens"] = [show(i) for i in trace["ids"]]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from toy_checks import (MLP_PARTS, as_count, as_ids, as_numbers, as_path, check_ids, check_params,
+from toy_checks import (as_count, as_ids, as_numbers, as_path, check_ids, check_params,
                         check_seed, check_targets, checked, checked_inside, is_number, layout_shapes, short_text,
                         shown_value)
 from toy_model import (EOT, N_CTX, N_HEAD, PARAMS, VOCAB, attention, block, cross_entropy, decode,
@@ -143,25 +143,24 @@ def multi_head_backward(dout, x, c_attn, c_proj, n_head, mask=True, trace=None):
 
 
 @checked(check_block_backward)
-def block_backward(dy, x, blk, n_head, trace=None, mlp_on=True):
+def block_backward(dy, x, blk, n_head, trace=None):
     """Back through y = h + mlp(LN2(h)), h = x + attn(LN1(x)). Returns dx and the gradients.
     (trace: what block recorded for this x; otherwise the forward pass runs again.)
-    mlp_on=False: the block ran without its MLP (y = h); its MLP's gradients are 0.
+    An attention-only block has no MLP: y = h.
 
     A residual add hands its gradient to both of its inputs unchanged: dy reaches h
     directly and through the MLP; dh reaches x directly and through attention."""
     if trace is None:
         trace = {}
-        block(x, blk, n_head, mlp_on=mlp_on, trace=trace)
+        block(x, blk, n_head, trace=trace)
     grads = {}
-    if mlp_on:
+    if "mlp" in blk:
         du, grads["mlp"] = mlp_backward(dy, trace["ln2"], **blk["mlp"], trace=trace)
         dh_ln, dg2, db2 = layer_norm_backward(du, trace["h"], blk["ln_2"]["g"])
         grads["ln_2"] = {"g": dg2, "b": db2}
         dh = dy + dh_ln                                     # [..., n, d]
     else:                                                   # y = h: nothing between them
         dh = dy
-        grads.update({part: tree_map(np.zeros_like, blk[part]) for part in MLP_PARTS if part in blk})
     da, grads["attn"] = multi_head_backward(dh, trace["ln1"], **blk["attn"], n_head=n_head, trace=trace)
     dx_ln, dg1, db1 = layer_norm_backward(da, x, blk["ln_1"]["g"])
     grads["ln_1"] = {"g": dg1, "b": db1}
@@ -187,21 +186,20 @@ def embed_backward(dx, ids, wte, wpe):
 
 
 @checked(check_backward)
-def backward(dlogits, ids, params=PARAMS, n_head=N_HEAD, trace=None, mlp_on=True):
+def backward(dlogits, ids, params=PARAMS, n_head=N_HEAD, trace=None):
     """Every weight's gradient, given d loss / d logits: each step of the forward pass
     undone in reverse. The result has exactly params' layout, in the weights' dtype.
-    trace: what forward() kept for these ids (if None, the forward pass is run again);
-    mlp_on: as forward's (False: the MLPs' gradients are 0)."""
+    trace: what forward() kept for these ids (if None, the forward pass is run again)."""
     if trace is None:
         trace = {}
-        forward(ids, params, n_head, mlp_on=mlp_on, trace=trace)
+        forward(ids, params, n_head, trace=trace)
     xs = [trace["x"]] + [t["y"] for t in trace["blocks"]]  # each block's input, then its output
     tied = "w_u" not in params
     df, dw_u = unembed_backward(dlogits, trace["f"], params["wte"].T if tied else params["w_u"])
     dy, dg_f, db_f = layer_norm_backward(df, trace["y"], params["ln_f"]["g"])
     block_grads = []
     for blk, x, t in reversed(list(zip(params["blocks"], xs, trace["blocks"]))):
-        dy, g = block_backward(dy, x, blk, n_head, t, mlp_on)   # now d loss / d (the block's input)
+        dy, g = block_backward(dy, x, blk, n_head, t)   # now d loss / d (the block's input)
         block_grads.insert(0, g)
     dwte, dwpe = embed_backward(dy, ids, params["wte"], params["wpe"])
     grads = {"wte": dwte + dw_u.T if tied else dwte, "wpe": dwpe, "blocks": block_grads,
@@ -211,18 +209,17 @@ def backward(dlogits, ids, params=PARAMS, n_head=N_HEAD, trace=None, mlp_on=True
     return grads
 
 
-def loss_and_grads(ids, targets, params=PARAMS, n_head=N_HEAD, mlp_on=True):
+def loss_and_grads(ids, targets, params=PARAMS, n_head=N_HEAD):
     """Section 4's loss (the mean of -ln p(target)) and its gradient with respect to every
     weight, in params' layout. ids and targets: [n] for one text, or [B, n] for a batch
-    (a target of -1 is not graded). mlp_on: as forward's."""
+    (a target of -1 is not graded)."""
     ids = check_batch(ids, targets)
     trace = {}
-    logits = forward(ids, params, n_head, mlp_on=mlp_on, trace=trace)   # [..., n, V]
+    logits = forward(ids, params, n_head, trace=trace)   # [..., n, V]
     loss = cross_entropy(logits, targets)                    # checks the targets too
     with checked_inside():                                  # all checked: the twins run bare
         dlogits = softmax_cross_entropy_backward(logits, np.asarray(targets))
-        return loss, backward(dlogits, np.asarray(ids), params, n_head, trace,
-                              mlp_on and "mlp" in params["blocks"][0])
+        return loss, backward(dlogits, np.asarray(ids), params, n_head, trace)
 
 
 def check_batch(ids, targets):
@@ -491,7 +488,7 @@ def train(corpus, params=None, steps=200, lr=0.05, optimizer="adam", seed=0, tie
 
 def train_batches(batches, params, steps=200, lr=0.05, optimizer="adam", n_head=N_HEAD,
                   warmup=0, decay=False, clip=None, callback=None, heldout=None,
-                  early_stopping=False, record=None, mlp_on=True):
+                  early_stopping=False, record=None):
     """Gradient descent on batches of token ids: batches(step) gives the step's (ids,
     targets), [B, n] each (the same batch every time, or a fresh one). Returns (the
     trained params, the loss history: steps + 1 values, before each step and at the end).
@@ -522,8 +519,8 @@ def train_batches(batches, params, steps=200, lr=0.05, optimizer="adam", n_head=
         raise ValueError(f"warmup ({warmup} steps) must be shorter than the run ({steps} steps).")
     if clip is not None:
         clip = positive(clip, "clip (the longest gradient allowed)")
-    if not isinstance(decay, bool) or not isinstance(mlp_on, bool):
-        raise ValueError("decay and mlp_on are True or False.")
+    if not isinstance(decay, bool):
+        raise ValueError("decay is True or False.")
     if not isinstance(early_stopping, bool) or (early_stopping and heldout is None):
         raise ValueError("early_stopping is True or False, and needs heldout texts to watch.")
     if record is not None and not isinstance(record, dict):
@@ -539,10 +536,9 @@ def train_batches(batches, params, steps=200, lr=0.05, optimizer="adam", n_head=
         # so the blocks run bare (each batch is checked just above). Weights that overflow
         # then give a loss or a gradient that is not finite, which _check_diverged reports.
         with np.errstate(over="ignore", invalid="ignore"), checked_inside(step > 0):
-            loss, grads = loss_and_grads(ids, targets, params, n_head, mlp_on)
+            loss, grads = loss_and_grads(ids, targets, params, n_head)
             if held is not None:
-                held_history.append(cross_entropy(forward(held[0], params, n_head, mlp_on=mlp_on),
-                                                  held[1]))
+                held_history.append(cross_entropy(forward(held[0], params, n_head), held[1]))
             with checked_inside():                          # the gradients are the code's own
                 norm = grad_norm(grads)
         history.append(loss)

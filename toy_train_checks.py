@@ -138,14 +138,12 @@ def check_multi_head_backward(dout, x, c_attn, c_proj, n_head, mask=True, trace=
     return (dout, x, c_attn, c_proj, n_head, mask, trace), {}
 
 
-def check_block_backward(dy, x, blk, n_head, trace=None, mlp_on=True):
+def check_block_backward(dy, x, blk, n_head, trace=None):
     dy, x = same_shape("block_backward", dy=dy, x=x)
     fits(x.ndim >= 2, "block_backward", "x needs one row per position, [n, d]")
     blk = as_block(blk, x.shape[-1], "block_backward")
     n_head = check_n_head(n_head, x.shape[-1])
-    fits(isinstance(mlp_on, bool) and (not mlp_on or "mlp" in blk), "block_backward",
-         "mlp_on is True or False, and False for a block without an MLP")
-    return (dy, x, blk, n_head, trace, mlp_on), {}
+    return (dy, x, blk, n_head, trace), {}
 
 
 def check_unembed_backward(dlogits, f, w_u):
@@ -163,18 +161,17 @@ def check_embed_backward(dx, ids, wte, wpe):
     return (dx, ids, wte, wpe), {}
 
 
-def check_backward(dlogits, ids, params=PARAMS, n_head=N_HEAD, trace=None, mlp_on=True):
+def check_backward(dlogits, ids, params=PARAMS, n_head=N_HEAD, trace=None):
     n_head = check_params(params, n_head)
     ids = np.asarray(check_ids(ids, len(params["wpe"]), len(params["wte"])))
     dlogits = as_numbers(dlogits, "backward (dlogits)", min_dims=2)
     V = len(params["wte"])
     fits(dlogits.shape == ids.shape + (V,), "backward", f"dlogits must have one row of V = {V} "
          f"numbers per id, {ids.shape + (V,)}, not {dlogits.shape}")
-    fits(isinstance(mlp_on, bool), "backward", "mlp_on is True or False")
     if trace is not None:
         fits(isinstance(trace, dict) and "blocks" in trace, "backward",
              "trace is what forward(ids, params, trace=trace) filled for these ids")
-    return (dlogits, ids, params, n_head, trace, mlp_on and "mlp" in params["blocks"][0]), {}
+    return (dlogits, ids, params, n_head, trace), {}
 
 
 # --- The optimisers' checks ---------------------------------------------------------------

@@ -92,8 +92,9 @@ def leak_line(heads):
             f"weight on future tokens (head {h + 1}).")
 
 
-def block_lines(**branches):
-    r = tm.run(PROMPT, **branches)
+def block_lines(attention_on=True, mlp_on=True):
+    params = tm.PARAMS if attention_on else tm.switch_off(tm.PARAMS, "attn")
+    r = tm.run(PROMPT, params=params if mlp_on else tm.switch_off(params, "mlp"))
     best = int(np.argmax(r["p"][-1]))
     return (*(fmt(v) for v in r["y"][-1]),
             f"most likely next: {tw.TOKENS[best]} ({fmt(r['p'][-1][best])})")
@@ -216,7 +217,7 @@ INTERACTIONS: dict[str, list[Interaction]] = {
         Interaction("logit-shift", type_text("abc"), expect=TEXT_CHANGES, contains="is not a number"),
         Interaction("attention-switch", look(), TEXT_SHOWS, "attention on: " + summary(P0)),
         Interaction("attention-switch", click("attention on"), CANVAS_CHANGES,
-                    "attention off: " + summary(tm.run(PROMPT, attention_on=False)["p"][-1])),
+                    "attention off: " + summary(tm.run(PROMPT, params=tm.switch_off(tm.PARAMS, "attn"))["p"][-1])),
         Interaction("tying-switch", look(), TEXT_SHOWS, "own W_U: " + summary(P0)),
         Interaction("tying-switch", click("own W_U"), CANVAS_CHANGES,
                     "tied: W_U = Eᵀ: " + summary(tm.run(PROMPT, params=tm.tie(tm.PARAMS))["p"][-1])),

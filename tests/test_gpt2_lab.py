@@ -64,7 +64,7 @@ def test_attention_off_on_the_loaded_toy_is_notebook_6s_table(tmp_path):
     """The Output page: with attention off, ␣cat 0.455, ␣dog 0.143, ␣roof 0.143."""
     lab = tg.load_gpt2(tg.save_toy_as_gpt2(tmp_path / "toy"))
     ids = lab["encode"]("the cat climbed the")
-    p = tm.softmax(tm.forward(ids, lab["params"], lab["n_head"], attention_on=False)[-1])
+    p = tm.softmax(tm.forward(ids, tm.switch_off(lab["params"], "attn"), lab["n_head"])[-1])
     top = np.argsort(-p)[:3]
     assert tg.token_texts(lab, top) == ["␣cat", "␣dog", "␣roof"]
     assert [tw.fmt(p[j]) for j in top] == ["0.455", "0.143", "0.143"]
@@ -74,7 +74,7 @@ def test_attention_off_changes_every_block_of_a_deeper_model():
     from test_toy_model import random_params
     params = random_params(np.random.default_rng(3), vocab=12, n_ctx=8, d=8, n_layer=3)
     ids = [1, 2, 3, 4]
-    on, off = tm.forward(ids, params, 2), tm.forward(ids, params, 2, attention_on=False)
+    on, off = tm.forward(ids, params, 2), tm.forward(ids, tm.switch_off(params, "attn"), 2)
     assert not np.allclose(on, off)
     silent = tm.copy_params(params)                # attention's output projection zeroed:
     for blk in silent["blocks"]:                   # every block adds nothing from attention

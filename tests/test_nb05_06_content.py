@@ -63,7 +63,7 @@ def slope(u):
 
 def test_05_quotes_the_mlps_share_and_gelus_slope_as_computed():
     ids = tm.encode(TEXT + " roof")
-    on, off = (tm.cross_entropy(tm.forward(ids[:-1], mlp_on=m), ids[1:]) for m in (True, False))
+    on, off = (tm.cross_entropy(tm.forward(ids[:-1], m), ids[1:]) for m in (tm.PARAMS, tm.switch_off(tm.PARAMS, "mlp")))
     assert quoted(NB05, "higher with it ({} nats)") == [tw.fmt(on)]
     assert quoted(NB05, "than without it ({})") == [tw.fmt(off)]
     assert off < on, "the prose says the toy's loss is lower without its MLP"
@@ -78,7 +78,7 @@ def test_05_quotes_the_mlps_share_and_gelus_slope_as_computed():
 
 def test_05_quotes_gelu_the_flat_mlp_change_and_the_hand_built_unit_as_computed():
     assert quoted(NB05, "a small negative number ({} at u = -1)") == [tw.fmt(tm.gelu(-1.0))]
-    x5, y5 = tm.run(TEXT, attention_on=False)["x"][-1], tm.run(TEXT, attention_on=False)["y"][-1]
+    x5, y5 = tm.run(TEXT, params=tm.switch_off(tm.PARAMS, "attn"))["x"][-1], tm.run(TEXT, params=tm.switch_off(tm.PARAMS, "attn"))["y"][-1]
     assert x5[3] == 2 and quoted(NB05, "turns d4's 2 into {}") == [tw.fmt(y5[3])]
     # y_5 = scale·x_5 + shift, read off d1 (where x_5 is 0) and d4; d2 and d3 fit it to 0.002
     shift, scale = y5[0], (y5[3] - y5[0]) / x5[3]
@@ -134,7 +134,7 @@ def test_05_and_06_say_what_a_row_knows_with_attention_off_and_which_units_learn
 
 def test_06_quotes_the_tying_mechanism_as_computed():
     r = tm.run(TEXT)
-    bypass = tm.run(TEXT, params=tm.tie(tm.PARAMS), attention_on=False, mlp_on=False)
+    bypass = tm.run(TEXT, params=tm.switch_off(tm.switch_off(tm.tie(tm.PARAMS), "attn"), "mlp"))
     assert quoted(NB06, "the MLP adds {}, so") == [tw.fmt(r["mlp"][-1][3])]
     assert quoted(NB06, "y₅'s d4 is {} and") == [tw.fmt(r["y"][-1][3])]
     assert quoted(NB06, "its tied logit, {}, beats") == [tw.fmt(r["f"][-1] @ tm.PARAMS["wte"][THE])]
@@ -187,7 +187,7 @@ def test_a_trained_tied_toy_outvotes_the_direct_path():
     trained, _ = tt.train(corpus, steps=200, seed=2, lr=0.05, tied=True)
     assert "w_u" not in trained
     with_block = tm.run(TEXT, params=trained)["p"][-1]
-    bypassed = tm.run(TEXT, params=trained, attention_on=False, mlp_on=False)["p"][-1]
+    bypassed = tm.run(TEXT, params=tm.switch_off(tm.switch_off(trained, "attn"), "mlp"))["p"][-1]
     assert tw.TOKENS[int(bypassed.argmax())] == "␣the" and bypassed[THE] > 0.5
     assert with_block[THE] < 0.01
     assert tw.TOKENS[int(with_block.argmax())] in ("␣roof", "␣sofa", "␣wall", "␣floor")
@@ -326,7 +326,7 @@ def test_06_widget_pictures_differ():
 
 @pytest.mark.parametrize("make, flipped, now, other", [
     (tw.tying_switch, {"params": tm.tie(tm.PARAMS)}, "own W_U", "tied: W_U = Eᵀ"),
-    (tw.attention_switch, {"attention_on": False}, "attention on", "attention off")])
+    (tw.attention_switch, {"params": tm.switch_off(tm.PARAMS, "attn")}, "attention on", "attention off")])
 def test_a_switch_draws_the_flipped_setting_dashed(make, flipped, now, other):
     box = make()
     ax = box.chart.ax
@@ -527,7 +527,7 @@ def test_06_direct_path_is_ln_of_the_embedding_only_when_the_block_adds_nothing(
     ln = lambda v: (v - v.mean()) / np.sqrt(v.var() + 1e-5)          # ln_f's gain 1, bias 0
     g, b = (np.asarray(tm.PARAMS["ln_f"][k]) for k in ("g", "b"))
     assert np.allclose(g, 1) and np.allclose(b, 0)
-    bypass = tm.run(TEXT, params=tm.tie(tm.PARAMS), attention_on=False, mlp_on=False)["f"][-1]
+    bypass = tm.run(TEXT, params=tm.switch_off(tm.switch_off(tm.tie(tm.PARAMS), "attn"), "mlp"))["f"][-1]
     assert np.allclose(bypass, ln(E[THE] + wpe[4])) and np.allclose(bypass, ln(E[THE]))
     with_block = tm.run(TEXT, params=tm.tie(tm.PARAMS))["f"][-1]                     # ln_f of the whole sum
     assert not np.allclose(with_block, ln(E[THE]), atol=0.1)

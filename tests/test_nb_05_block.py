@@ -66,12 +66,12 @@ def assert_only_top_highlighted(chart, p):
 def test_attention_off_moves_the_bars_and_names_cat(widget):
     toggles, htmls, chart = parts(widget)
     toggles["attention branch"].value = False
-    p = tm.run(TEXT, attention_on=False)["p"][-1]
+    p = tm.run(TEXT, params=tm.switch_off(tm.PARAMS, "attn"))["p"][-1]
     assert np.allclose(shown(chart), p)
     assert f"␣cat  ({tw.fmt(p.max())})" in text_of(htmls)
     assert_only_top_highlighted(chart, p)
     toggles["MLP branch"].value = False
-    p = tm.run(TEXT, attention_on=False, mlp_on=False)["p"][-1]
+    p = tm.run(TEXT, params=tm.switch_off(tm.switch_off(tm.PARAMS, "attn"), "mlp"))["p"][-1]
     assert np.allclose(shown(chart), p)
     assert_only_top_highlighted(chart, p)
 

@@ -227,7 +227,7 @@ def test_attention_switch_gives_the_two_distributions():
     box = tw.attention_switch()
     line, area = parts(box)
     p_on = tm.run(TEXT)["p"][-1]
-    p_off = tm.run(TEXT, attention_on=False)["p"][-1]
+    p_off = tm.run(TEXT, params=tm.switch_off(tm.PARAMS, "attn"))["p"][-1]
     assert np.allclose(shown(box.chart), p_on)
     assert text(line) == "attention on: " + summary(p_on)
     find(box, widgets.ToggleButton)[0].value = False
@@ -241,7 +241,7 @@ def test_attention_switch_gives_the_two_distributions():
         assert np.allclose(shown(box.chart), p_off)
     prompt.value = "the dog climbed the"
     assert text(area) == "" and "attention off" in text(line)
-    assert np.allclose(shown(box.chart), tm.run("the dog climbed the", attention_on=False)["p"][-1])
+    assert np.allclose(shown(box.chart), tm.run("the dog climbed the", params=tm.switch_off(tm.PARAMS, "attn"))["p"][-1])
     assert box.chart.title == 'p of the last row: "the dog climbed the"'
 
 

@@ -223,7 +223,7 @@ def test_lists_work_where_a_learner_would_pass_them():
     (lambda: tm.run(5), "run takes a list of token ids"),
     (lambda: tm.run(TEXT, temperature=2), "run takes the options"),
     (lambda: tm.forward([0, 1], mask="no"), "mask must be True or False"),
-    (lambda: tm.run(TEXT, tied=True), "for tied weights, pass params=tm.tie"),
+    (lambda: tm.run(TEXT, tied=True), "a switch is an edit of the weights, such as params=tm.switch_off"),
     (lambda: tm.forward([0, 1], 5), "params must be the weights' dict"),
     (lambda: tm.layer_norm("abc", 1, 0), "layer_norm takes an array of real numbers"),
     (lambda: tm.layer_norm([0, 2, 2, 8], [1, 1], 0), "g and b of d numbers"),

@@ -39,7 +39,7 @@ def _figures(dtype):
         figs[f"row {i + 1} p(target)"] = probs[i, t]
         figs[f"row {i + 1} -ln p"] = -np.log(probs[i, t])
     figs["mean loss"] = np.mean([-np.log(probs[i, t]) for i, t in enumerate(targets)])
-    off = tm.softmax(tm.forward(tm.encode(TEXT), params, attention_on=False)[-1])
+    off = tm.softmax(tm.forward(tm.encode(TEXT), tm.switch_off(params, "attn"))[-1])
     for tok in (" cat", " dog", " roof"):
         figs[f"attention off p {tm.show(tok)}"] = off[tm.VOCAB.index(tok)]
     return figs
@@ -109,7 +109,7 @@ def test_tied_weights_favour_the_token_itself():
 def test_attention_off_is_ln_of_d4_alone():
     """With h = x, the last row's p over all 12 tokens is, at the page's precision, that of
     f = LN of a vector along d4 alone (the spec's note)."""
-    p = tm.run(TEXT, attention_on=False)["p"][-1]
+    p = tm.run(TEXT, params=tm.switch_off(tm.PARAMS, "attn"))["p"][-1]
     along_d4 = tm.softmax(tm.layer_norm(np.array([0, 0, 0, 1.0]), 1, 0) @ tm.PARAMS["w_u"])
     assert np.abs(p - along_d4).max() < 5e-4
 

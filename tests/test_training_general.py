@@ -15,18 +15,18 @@ import toy_model as tm
 import toy_train as tt
 
 
-def loss_of(params, ids, targets, n_head, mlp_on=True):
-    return tm.cross_entropy(tm.forward(ids, params, n_head, mlp_on=mlp_on), targets)
+def loss_of(params, ids, targets, n_head):
+    return tm.cross_entropy(tm.forward(ids, params, n_head), targets)
 
 
-def numeric_grad(params, name, index, ids, targets, n_head, mlp_on=True, eps=1e-6):
+def numeric_grad(params, name, index, ids, targets, n_head, eps=1e-6):
     """d loss / d (one weight) by a central difference, written here."""
     w = np.array(tm.get_weight(params, name), dtype=np.float64)
     losses = []
     for step in (eps, -eps):
         nudged = w.copy()
         nudged[index] += step
-        losses.append(loss_of(tm.replace_weight(params, name, nudged), ids, targets, n_head, mlp_on))
+        losses.append(loss_of(tm.replace_weight(params, name, nudged), ids, targets, n_head))
     return (losses[0] - losses[1]) / (2 * eps)
 
 
@@ -61,9 +61,7 @@ def test_an_attention_only_block_is_x_plus_attention_and_nothing_else():
     blk = params["blocks"][0]
     a = tm.layer_norm(x, **blk["ln_1"])
     want = x + tm.multi_head(a, **blk["attn"], n_head=2)
-    assert np.allclose(tm.block(x, blk, 2, mlp_on=False), want)
-    with pytest.raises(ValueError, match="no MLP"):
-        tm.block(x, blk, 2)
+    assert np.allclose(tm.block(x, blk, 2), want)
 
 
 @pytest.mark.parametrize("n_layer, n_head, tied, d_mlp, mlp_on", [
@@ -74,32 +72,36 @@ def test_gradients_of_any_model_match_a_central_difference(n_layer, n_head, tied
     rng = np.random.default_rng(n_layer * 10 + n_head)
     params = tt.init_params(n_layer, tied=tied, d=8, d_mlp=d_mlp, n_layer=n_layer, n_vocab=20,
                             n_ctx=16, std=0.5)
+    params = params if mlp_on else tm.switch_off(params, "mlp")
     ids, targets = a_batch(rng, 20, 11)
-    loss, grads = tt.loss_and_grads(ids, targets, params, n_head, mlp_on=mlp_on)
-    assert loss == pytest.approx(loss_of(params, ids, targets, n_head, mlp_on))
+    loss, grads = tt.loss_and_grads(ids, targets, params, n_head)
+    assert loss == pytest.approx(loss_of(params, ids, targets, n_head))
     for name, index in some_entries(params, rng):
         got = tm.get_weight(grads, name)[index]
-        want = numeric_grad(params, name, index, ids, targets, n_head, mlp_on)
+        want = numeric_grad(params, name, index, ids, targets, n_head)
         assert got == pytest.approx(want, abs=2e-7, rel=1e-4), (name, index)
 
 
-def test_with_the_mlp_off_its_gradients_are_zero_and_the_rest_is_the_attention_only_models():
+def test_with_the_mlp_switched_off_the_model_is_the_attention_only_one():
+    """switch_off zeroes the MLP's c_proj: the loss and every gradient outside the MLP are
+    the attention-only model's; the MLP's first layer and LN2 get none; c_proj gets the
+    gradient that would switch the branch back on."""
     rng = np.random.default_rng(4)
-    full = tt.init_params(3, d=8, d_mlp=16, n_layer=2, n_vocab=20, n_ctx=16, std=0.5)
-    bare = tm.tree_from({n: tm.get_weight(full, n) for n in tm.weight_names(full)
+    off = tm.switch_off(tt.init_params(3, d=8, d_mlp=16, n_layer=2, n_vocab=20, n_ctx=16, std=0.5), "mlp")
+    bare = tm.tree_from({n: tm.get_weight(off, n) for n in tm.weight_names(off)
                          if ".ln_2." not in n and ".mlp." not in n})
     ids, targets = a_batch(rng, 20, 9)
-    loss_off, g_off = tt.loss_and_grads(ids, targets, full, 2, mlp_on=False)
+    loss_off, g_off = tt.loss_and_grads(ids, targets, off, 2)
     loss_bare, g_bare = tt.loss_and_grads(ids, targets, bare, 2)
-    assert loss_off == loss_bare
-    for name in tm.weight_names(full):
+    assert abs(loss_off - loss_bare) < 1e-12
+    for name in tm.weight_names(off):
         g = tm.get_weight(g_off, name)
-        if ".ln_2." in name or ".mlp." in name:
+        if ".mlp.c_proj." in name:
+            assert g.any(), name
+        elif ".ln_2." in name or ".mlp." in name:
             assert not g.any(), name
         else:
-            assert np.array_equal(g, tm.get_weight(g_bare, name)), name
-    assert tm.weight_names(tt.backward(tm.softmax(tm.forward(ids, full, 2, mlp_on=False)) * 0, ids,
-                                       full, 2, mlp_on=False)) == tm.weight_names(full)
+            assert np.allclose(g, tm.get_weight(g_bare, name), atol=1e-12), name
 
 
 @pytest.mark.parametrize("d_mlp, tied, batch", list(itertools.product([0, 16], [False, True], [False, True])))

@@ -125,7 +125,7 @@ def test_logit_shift_typed_then_slid_shows_z_plus_c_and_the_same_p():
     assert np.allclose(shown(root.charts["p"]), tm.softmax(Z))
 
 
-@pytest.mark.parametrize("builder, options, on", [("attention_switch", {"attention_on": False}, False),
+@pytest.mark.parametrize("builder, options, on", [("attention_switch", {"params": tm.switch_off(tm.PARAMS, "attn")}, False),
                                                   ("tying_switch", {"params": tm.tie(tm.PARAMS)}, True)])
 def test_a_switch_with_another_prompt(builder, options, on):
     root = getattr(tw, builder)()
@@ -146,7 +146,8 @@ def test_block_branches_every_combination(attention_on, mlp_on):
     toggles = {w.description: w for w in find(root, widgets.ToggleButton)}
     toggles["MLP branch"].value = mlp_on
     toggles["attention branch"].value = attention_on
-    r = tm.run(TEXT, attention_on=attention_on, mlp_on=mlp_on)
+    params = tm.PARAMS if attention_on else tm.switch_off(tm.PARAMS, "attn")
+    r = tm.run(TEXT, params=params if mlp_on else tm.switch_off(params, "mlp"))
     assert np.allclose(shown(root.chart), r["p"][-1])
     table = next(w for w in find(root, widgets.HTML) if "<table" in w.value)
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", table.value)

@@ -110,9 +110,10 @@ def test_the_trace_run_shows_matches_the_loops_on_a_random_two_block_model(seed)
 def test_the_widgets_switches_match_the_loops_on_a_random_model(option):
     P = random_model(2)
     logits, _ = reference(IDS, P, **option)
-    switches = {k: v for k, v in option.items() if k != "tied"}     # tying is a weight edit
-    model = tm.tie(P) if option.get("tied") else P
-    assert np.allclose(tm.forward(IDS, model, HEADS, **switches), logits, atol=1e-10), option
+    model = tm.tie(P) if option.get("tied") else P                  # the switches are weight edits
+    model = tm.switch_off(model, "attn") if option.get("attention_on") is False else model
+    model = tm.switch_off(model, "mlp") if option.get("mlp_on") is False else model
+    assert np.allclose(tm.forward(IDS, model, HEADS), logits, atol=1e-10), option
 
 
 @pytest.mark.parametrize("start", [0, 1, 3])

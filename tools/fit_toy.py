@@ -155,7 +155,7 @@ def hidden_rows():
                                   "c_proj": {"w": np.zeros((8, 4)), "b": np.zeros(4)}}
     on, off = {}, {}
     tm.forward(CONTEXT, params, trace=on)
-    tm.forward(PROMPT, params, attention_on=False, trace=off)
+    tm.forward(PROMPT, tm.switch_off(params, "attn"), trace=off)
     return on["h"], on["mlp_act"], off["h"][-1], off["mlp_act"][-1]
 
 

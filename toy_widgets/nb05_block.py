@@ -6,7 +6,7 @@ import ipywidgets as widgets
 import numpy as np
 
 import toy_model as _model
-from toy_model import DIMS, encode, run, token_name
+from toy_model import DIMS, PARAMS, encode, run, switch_off, token_name
 
 from .draw import MONOSPACE, TOKENS, fmt, token_html
 from .kit import builder_text
@@ -41,10 +41,17 @@ number_exercise(
 _BOTH = ["y = x", "y = LN(x)", "y = 0", "y = x + LN(x)"]
 
 
+def branches(attention=True, mlp=True):
+    """The toy's weights with the block's attention branch and MLP branch on or off: a branch
+    is switched off by zeroing its output projection (tm.switch_off)."""
+    params = PARAMS if attention else switch_off(PARAMS, "attn")
+    return params if mlp else switch_off(params, "mlp")
+
+
 def _without_residual_answer():
     """What a block without residuals would give with both branches off: the sum of what
     the branches add, which is all such a block keeps (the model's y minus its x)."""
-    r = run(EXAMPLE_TEXT, attention_on=False, mlp_on=False)
+    r = run(EXAMPLE_TEXT, params=branches(attention=False, mlp=False))
     x, ln, added = r["x"], _ln(r["x"]), r["y"] - r["x"]
     for option, value in zip(_BOTH, [x, ln, 0 * x, x + ln], strict=True):
         if np.allclose(added, value):
@@ -100,7 +107,7 @@ _DOG = "the dog climbed the"
 
 
 def _dog_off():
-    return run(_DOG, attention_on=False)["p"][-1]
+    return run(_DOG, params=branches(attention=False))["p"][-1]
 
 
 choice_exercise(
@@ -114,7 +121,8 @@ choice_exercise(
            "␣cat": "What can the last row see without attention?"},
     solution=lambda: (
         f"`{token_name(int(np.argmax(_dog_off())))}`, with p = {fmt(_dog_off().max())}, as for the cat "
-        f"(try `tm.run(\"{_DOG}\", attention_on=False)[\"p\"][-1]`). Without attention, the last row "
+        f"(try `tm.run(\"{_DOG}\", params=tm.switch_off(tm.PARAMS, \"attn\"))[\"p\"][-1]`). Without "
+        "attention, the last row "
         "knows only that it holds `␣the` and is not the first token; the earlier words, dog or cat, "
         "never reach it, so the model predicts what follows any \"the\"."))
 
@@ -270,7 +278,7 @@ def block_branches(text="the cat climbed the"):
 
     def update(_=None):
         state.attention, state.mlp = attention.value, mlp_branch.value
-        r = run(text, attention_on=state.attention, mlp_on=state.mlp)
+        r = run(text, params=branches(state.attention, state.mlp))
         for button in (attention, mlp_branch):
             button.button_style = "success" if button.value else ""
             button.icon = "check" if button.value else ""

@@ -4,7 +4,8 @@ import ipywidgets as widgets
 import numpy as np
 from matplotlib.patches import Patch
 
-from toy_model import PARAMS, VOCAB, cross_entropy, encode, entropy, run, softmax, tie, token_name
+from toy_model import (PARAMS, VOCAB, cross_entropy, encode, entropy, run, softmax, switch_off, tie,
+                       token_name)
 
 from .draw import GREY, SKY, TOKENS, fmt, freeze_layout
 from .kit import builder_text
@@ -491,7 +492,8 @@ def _switch(name, options, labels, text, title, on=True):
 def attention_switch(text="the cat climbed the"):
     """Switch the attention branch off (h = x) and back: the last row's p changes."""
     text = builder_text(text, "attention_switch")   # one sentence for a wrong text
-    return _switch("attention-switch", lambda on: {"attention_on": on}, ("attention on", "attention off"),
+    return _switch("attention-switch", lambda on: {"params": PARAMS if on else switch_off(PARAMS, "attn")},
+                   ("attention on", "attention off"),
                    text, "p of the last row")
 
 
