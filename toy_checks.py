@@ -182,7 +182,7 @@ def check_ids(ids, n_ctx=8, vocab_size=VOCAB_SIZE):
     return ids
 
 
-CACHE = ("forward's cache is a list that forward fills: pass an empty list [] the first time, "
+CACHE_RULE = ("forward's cache is a list that forward fills: pass an empty list [] the first time, "
          "then the same list with the tokens that follow")
 
 
@@ -190,14 +190,14 @@ def check_cache(cache, params):
     """A KV cache as forward fills it (empty, or one dict of keys and values per block);
     returns how many positions it holds: its keys' length along the positions axis."""
     if not isinstance(cache, (list, type(None))):
-        raise ValueError(f"{CACHE}, not {shown_value(cache)}.")
+        raise ValueError(f"{CACHE_RULE}, not {shown_value(cache)}.")
     if not cache:
         return 0
     blocks = params["blocks"]
     if len(cache) != len(blocks) or not all(
             isinstance(kv, dict) and {"k", "v"} <= kv.keys() and isinstance(kv["k"], np.ndarray)
             and kv["k"].ndim >= 2 and kv["k"].shape[-2] == cache[0]["k"].shape[-2] for kv in cache):
-        raise ValueError(f"{CACHE}; this one does not fit these {len(blocks)} block(s).")
+        raise ValueError(f"{CACHE_RULE}; this one does not fit these {len(blocks)} block(s).")
     return cache[0]["k"].shape[-2]                  # k: [n, d] for one text, [B, n, d] for a batch
 
 
@@ -395,12 +395,12 @@ def check_distribution(p, who):
 # lies over memory that cannot be made writable (an immutable `bytes` object, for which
 # numpy refuses the WRITEABLE flag). A copy, tm.copy_params(), changes freely.
 
-READ_ONLY = ("The model's weights are read-only, so that every notebook sees the same model: "
+READ_ONLY_SENTENCE = ("The model's weights are read-only, so that every notebook sees the same model: "
              "experiment on a copy, params = tm.copy_params() (or E = tm.PARAMS['wte'].copy()).")
 
 
 def _refuse(*_args, **_kwargs):
-    raise ValueError(READ_ONLY)
+    raise ValueError(READ_ONLY_SENTENCE)
 
 
 class ReadOnlyDict(dict):

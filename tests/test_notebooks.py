@@ -47,7 +47,7 @@ def output_text(nb):
     return "\n".join(parts).replace("−", "-")
 
 
-def test_all_seven_notebooks_exist():
+def test_the_steps_notebooks_exist_in_order():
     assert [p.stem for p in NOTEBOOKS if p.stem not in LABS] == NAMES
 
 
@@ -195,7 +195,7 @@ def test_each_picture_is_stored_once_and_the_notebook_is_small(path):
     assert path.stat().st_size <= 500_000, f"{path.stat().st_size:,} bytes"
 
 
-def test_the_nine_notebooks_together_are_at_most_3_mb():
+def test_the_notebooks_together_are_at_most_3_mb():
     assert sum(p.stat().st_size for p in NOTEBOOKS) <= 3_000_000
 
 

@@ -59,7 +59,7 @@ CHANGES = {
 def test_the_weights_tree_refuses_every_change(change):
     with pytest.raises(ValueError) as info:
         change(tm.PARAMS)
-    assert str(info.value) == toy_checks.READ_ONLY
+    assert str(info.value) == toy_checks.READ_ONLY_SENTENCE
     unchanged()
 
 
