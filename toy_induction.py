@@ -1,8 +1,9 @@
 """Lab 10: two attention-only blocks learn to copy, and the heads that do it.
 
 The task: rows that hold a block of distinct random tokens, the same block again, and
-filler. The first copy cannot be predicted; the second can, by a head that looks back
-to the token after the earlier occurrence of the current one: an induction head.
+filler. No id repeats outside the second copy, so the first copy can be bet on only as
+"an id not seen yet"; the second can be predicted exactly, by a head that looks back to
+the token after the earlier occurrence of the current one: an induction head.
 Everything here trains and runs the course's own model: toy_train's train_batches,
 backward and adam_step on toy_model's forward, with attention-only blocks (d_mlp = 0).
 """
@@ -11,8 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from toy_checks import as_count, as_numbers, as_path, check_params, check_seed
-from toy_model import forward, get_weight, log_softmax, replace_weight
+from toy_checks import as_count, as_numbers, as_path, check_params, check_seed, is_number
+from toy_model import (attention, embed, forward, get_weight, layer_norm, linear, log_softmax,
+                       replace_weight, unembed)
 from toy_train import init_params, train_batches
 from toy_train_checks import fits
 
@@ -20,8 +22,15 @@ V = 16            # tokens 0..15: no text, only ids
 N_CTX = 16        # positions a row is read at (a row holds N_CTX + 1 tokens)
 D = 32            # the residual stream's width
 LENGTHS = (4, 5, 6, 7, 8)     # the block's length varies, so no fixed distance works
-STEPS, LR, BATCH = 800, 1e-2, 32      # the live run: 800 Adam steps, batches of 32 rows
-LIVE_SEED = 0     # the live run's seed: the sweep's first, whose drop came soonest (data/induction_sweep.json)
+# The live run's recipe (benchmarks/RESULTS.md, "lab 10 recipe"): Adam on batches of BATCH
+# rows, a linear warm-up over the first twentieth of the steps to LR, then a cosine down to
+# LR / 10 at the last step (toy_train.learning_rate), gradients clipped to CLIP if not None.
+# Weights start wider than GPT-2's (INIT_STD, not 0.02): the plateau before the copy is
+# found is then far shorter.
+STEPS, LR, BATCH, CLIP, INIT_STD = 1500, 1e-2, 32, None, 0.1
+LIVE_SEED = 0     # the live run's seed: the sweep's first, fixed before any run was seen
+FALL_LEVEL = 1.5  # "the fall has begun": the second copy's loss below 1.5 nats, lower than
+                  # one block's runs of the sweep and its hand-built model (position_model)
 DATA = Path(__file__).with_name("data")
 
 
@@ -115,19 +124,25 @@ def copy_losses(params, n_head, rows, where):
 
 # --- Training, with snapshots ------------------------------------------------------------
 
-def new_model(seed, n_layer=2, d=D):
-    """Attention-only blocks (no MLP), GPT-2's initialisation, an output layer of its own."""
-    return init_params(seed, d=d, d_mlp=0, n_layer=n_layer, n_vocab=V, n_ctx=N_CTX)
+def new_model(seed, n_layer=2, d=D, std=INIT_STD):
+    """Attention-only blocks (no MLP), an output layer of its own, GPT-2's initialisation
+    but wider: every matrix from normal(0, std), std = 0.1 rather than GPT-2's 0.02."""
+    return init_params(seed, d=d, d_mlp=0, n_layer=n_layer, n_vocab=V, n_ctx=N_CTX, std=std)
 
 
 def train(seed, steps=STEPS, n_layer=2, n_head=1, lr=LR, every=50, callback=None,
-          lengths=LENGTHS, filler_first=None, eval_rows=256):
-    """Train a fresh model (seed: its weights and its batches) on fresh batches. Every
-    `every` steps, measure both copies' losses on fixed rows with the filler first, and
-    keep the weights. Returns {"params", "steps", "first", "second", "snapshots"}.
-    callback(step, first, second), if given, is called at each measurement."""
+          lengths=LENGTHS, filler_first=None, eval_rows=256, warmup=None, decay=True,
+          clip=CLIP, batch=BATCH, stream=None):
+    """Train a fresh model (seed: its weights and its batches) on fresh batches, with
+    lab 8's schedule (a warm-up over `warmup` steps, steps // 20 if None, then with
+    decay=True a cosine to lr / 10) and, if clip is given, gradient clipping. stream: a function of the step that
+    gives (ids, targets), to train on batches drawn elsewhere (ti.batches(seed) if None).
+    Every `every` steps, measure both copies' losses on fixed rows (eval_rows of them,
+    either placement of the filler) and keep the weights. Returns {"params", "steps",
+    "first", "second", "snapshots", "n_head"}. callback(step, first, second), if given,
+    is called at each measurement."""
     steps, every = as_count(steps, "steps", high=100_000), as_count(every, "every")
-    rows, where = repeat_rows(10_000 + check_seed(seed), eval_rows, lengths, filler_first=True)
+    rows, where = repeat_rows(10_000 + check_seed(seed), eval_rows, lengths, filler_first=None)
     run = {"steps": [], "first": [], "second": [], "snapshots": [], "n_head": n_head}
 
     def measure(step, params):
@@ -143,9 +158,11 @@ def train(seed, steps=STEPS, n_layer=2, n_head=1, lr=LR, every=50, callback=None
         if step % every == 0 or step == steps:
             measure(step, record["params"])
 
-    run["params"], _ = train_batches(batches(seed, lengths=lengths, filler_first=filler_first),
-                                     new_model(seed, n_layer),
-                                     steps, lr, n_head=n_head, callback=on_step, record=record)
+    warmup = steps // 20 if warmup is None else warmup
+    source = batches(seed, batch, lengths, filler_first) if stream is None else stream
+    run["params"], _ = train_batches(source, new_model(seed, n_layer), steps, lr, n_head=n_head,
+                                     warmup=warmup, decay=decay, clip=clip, callback=on_step,
+                                     record=record)
     return run
 
 
@@ -204,6 +221,186 @@ def ablation_losses(params, n_head, rows, where):
     check_rows(rows, where, needs_where=True)
     return [[copy_losses(ablate(params, layer, head, n_head), n_head, rows, where)[1]
              for head in range(n_head)] for layer in range(len(params["blocks"]))]
+
+
+def attention_by_offset(weights):
+    """Where a head's attention goes, by how far back it looks: share[k] is the attention
+    that positions i >= 1 put on position i - k, averaged (share[1] is the previous-token
+    score; the shares add up to 1)."""
+    weights = as_numbers(weights, "attention_by_offset", min_dims=2)
+    fits(weights.shape[-1] == weights.shape[-2] > 1, "attention_by_offset",
+         f"weights are a head's attention, [n, n] or [B, n, n], not an array of shape {weights.shape}")
+    n = weights.shape[-1]
+    per_row = weights.reshape(-1, n, n)[:, 1:]                      # positions 1 .. n - 1
+    return np.array([np.diagonal(per_row, offset=-k + 1, axis1=1, axis2=2).sum(-1).mean() / (n - 1)
+                     if k <= n - 1 else 0.0 for k in range(n)])
+
+
+# --- K-, Q- and V-composition: what block 2 reads of block 1's head ------------------------
+# Switching block 1's head off (ablate) takes its output out of everything after it at
+# once: block 2's queries, keys and values, and the residual stream the unembedding reads.
+# composed_forward takes it out of one of block 2's three inputs only.
+
+def head_writes(trace, blk, head, n_head):
+    """What one head wrote into the residual stream, from a block's trace: its output
+    times its rows of W_O, [B, n, d] (the block's bias b_O is no head's)."""
+    w_o = blk["attn"]["c_proj"]["w"]
+    size = w_o.shape[0] // n_head
+    return trace["heads"][head]["out"] @ w_o[head * size:(head + 1) * size]
+
+
+def composed_forward(params, ids, removed=(), n_head=1, head=0):
+    """Two attention-only blocks, with block 1's head `head` written out of block 2's
+    queries ("q"), keys ("k") or values ("v"), whichever `removed` names; the residual
+    stream keeps it. Returns (logits [B, n, V], block 2's attention: one [B, n, n] per
+    head). With nothing removed, this is toy_model.forward."""
+    n_head = check_params(params, n_head)
+    fits(len(params["blocks"]) == 2 and "mlp" not in params["blocks"][0]
+         and isinstance(removed, (tuple, list, set, str)) and set(removed) <= set("qkv"),
+         "composed_forward", "params are two attention-only blocks, and removed names some "
+         "of 'q', 'k' and 'v'")
+    first, second = params["blocks"]
+    trace = {}
+    forward(ids, params, n_head, trace=trace)                   # block 1, through the course's own
+    x = trace["blocks"][0]["y"]                                 # the stream after block 1
+    without = x - head_writes(trace["blocks"][0], first, head, n_head)
+    w, b, d = second["attn"]["c_attn"]["w"], second["attn"]["c_attn"]["b"], x.shape[-1]
+    q, k, v = (linear(layer_norm(without if part in removed else x, **second["ln_1"]),
+                      w[:, i * d:(i + 1) * d], b[i * d:(i + 1) * d]) for i, part in enumerate("qkv"))
+    heads = [{} for _ in range(n_head)]
+    out = np.concatenate([attention(*qkv, trace=t) for qkv, t in
+                          zip(zip(*(np.split(m, n_head, axis=-1) for m in (q, k, v))), heads)], axis=-1)
+    y = x + linear(out, **second["attn"]["c_proj"])
+    logits = unembed(layer_norm(y, **params["ln_f"]), params)
+    return logits, [h["weights"] for h in heads]
+
+
+def composition_losses(params, rows, where, n_head=1):
+    """Block 1's head written out of block 2's queries, keys or values in turn (and none):
+    {removed: (the second copy's loss, block 2's first head's induction score)}."""
+    check_rows(rows, where, needs_where=True)
+    ids, targets = as_batch(rows)
+    out = {}
+    for removed in ("", "q", "k", "v"):
+        logits, weights = composed_forward(params, ids, removed, n_head)
+        losses = -np.take_along_axis(log_softmax(logits), targets[..., None], axis=-1)[..., 0]
+        out[removed or "none"] = (float(losses[second_copy(where)].mean()),
+                                  induction_score(weights[0], where))
+    return out
+
+
+# --- The copying half: block 2's head's OV circuit -------------------------------------------
+
+def ov_copying(params, rows, where, layer=1, head=0, n_head=1):
+    """Does the head raise the logit of the token it attends to? At each second-copy
+    position i, take the source j the head attends to most and what the head writes from
+    j alone (LN1(x_j) W_V + b_V, times its rows of W_O), and read it as the unembedding
+    does at i (less its mean, divided by the final LayerNorm's std at i, times g, times
+    W_U): each token's logit increase. Returns {"margin": the mean over positions of the
+    source token's increase minus the mean increase of the other tokens, "top": the share
+    of positions where the source token's increase is the largest, "weight": the mean
+    attention on that source}."""
+    n_head = check_params(params, n_head)
+    check_rows(rows, where, needs_where=True)
+    ids = as_batch(rows)[0]
+    trace = {}
+    forward(ids, params, n_head, trace=trace)
+    blk, t = params["blocks"][layer], trace["blocks"][layer]
+    d = t["ln1"].shape[-1]
+    size = d // n_head
+    part = slice(2 * d + head * size, 2 * d + (head + 1) * size)          # the head's W_V
+    values = t["ln1"] @ blk["attn"]["c_attn"]["w"][:, part] + blk["attn"]["c_attn"]["b"][part]
+    writes = values @ blk["attn"]["c_proj"]["w"][head * size:(head + 1) * size]    # [B, n, d]
+    y = trace["y"]
+    std = np.sqrt(y.var(-1) + 1e-5)                                     # ln_f's, at each i
+    w_u = params["w_u"] if "w_u" in params else params["wte"].T
+    margins, tops, held = [], [], []
+    weights = t["heads"][head]["weights"]
+    for r, i in zip(*np.nonzero(second_copy(where))):
+        j = int(np.argmax(weights[r, i]))
+        o = writes[r, j]
+        rise = ((o - o.mean()) / std[r, i] * params["ln_f"]["g"]) @ w_u           # [V]
+        source = ids[r, j]
+        margins.append(rise[source] - np.delete(rise, source).mean())
+        tops.append(rise[source] > np.delete(rise, source).max())
+        held.append(weights[r, i, j])
+    return {"margin": float(np.mean(margins)), "top": float(np.mean(tops)),
+            "weight": float(np.mean(held))}
+
+
+# --- What one block can do: bet by position ----------------------------------------------
+
+def position_model(scale=20.0, near=None, lengths=LENGTHS, n=N_CTX, vocab=V):
+    """A one-block, one-head, attention-only model built by hand (d = 3 vocab, so that
+    the current id, the position and the ids read have a place each): every position i
+    attends evenly to positions i - l + 1 for the block lengths l (3 to 7 back), by
+    position alone, copies their ids into a place of their own, and the unembedding bets
+    on those ids, `scale` setting how sharply. It never compares ids. Returns its params."""
+    near = sorted({l - 1 for l in lengths}) if near is None else near
+    d = 3 * vocab
+    fits(n <= vocab and is_number(scale) and scale > 0, "position_model",
+         f"n <= {vocab} (a place per position) and scale is a positive number")
+    params = init_params(0, d=d, d_mlp=0, n_layer=1, n_vocab=vocab, n_ctx=n)   # the layout
+    wte, wpe = np.zeros((vocab, d)), np.zeros((n, d))
+    wte[np.arange(vocab), np.arange(vocab)] = 1.0               # the current id: places 0 .. V-1
+    wpe[np.arange(n), vocab + np.arange(n)] = 1.0                # the position: V .. 2V-1
+    # Every x holds two 1s and d - 2 zeros: LN1 of it is one affine map, undone by g and b.
+    mean, std = 2 / d, np.sqrt(2 / d - (2 / d) ** 2 + 1e-5)
+    blk = params["blocks"][0]
+    blk["ln_1"] = {"g": np.full(d, std), "b": np.full(d, mean)}
+    big = 30.0                                                  # the score of a wanted key
+    w = np.zeros((d, 3 * d))
+    for i in range(n):
+        w[vocab + i, i] = big * np.sqrt(d)                      # query: my position (q k / sqrt d)
+        for k in near:
+            if i + k < n:
+                w[vocab + i, d + i + k] = 1.0                   # key at i: wanted by i + k
+    w[np.arange(vocab), 2 * d + 2 * vocab + np.arange(vocab)] = 1.0     # value: the id read
+    blk["attn"]["c_attn"] = {"w": w, "b": np.zeros(3 * d)}
+    blk["attn"]["c_proj"] = {"w": np.eye(d), "b": np.zeros(d)}
+    w_u = np.zeros((d, vocab))
+    w_u[2 * vocab + np.arange(vocab), np.arange(vocab)] = scale
+    return {**params, "wte": wte, "wpe": wpe, "w_u": w_u,
+            "ln_f": {"g": np.ones(d), "b": np.zeros(d)}}
+
+
+def best_first_copy_loss(filler_first=None, knows_layout=False, lengths=LENGTHS, n=N_CTX, vocab=V):
+    """The lowest mean loss any model can have on the first copy, on rows drawn as
+    repeat_rows draws them (filler_first: the rows measured; training mixes both). Before
+    the second copy every id read is new, so at a first-copy target, having read m
+    distinct ids, the next is one of the vocab - m not seen yet, all alike, unless the
+    second copy starts there. A model that cannot see the layout must keep that chance
+    aside: given m distinct ids read, the layouts still possible are those whose second
+    copy starts at m or later, as likely as their prior. knows_layout=True: no such bet,
+    ln(vocab - m)."""
+    layouts = [(l, s1, s1 + l, first) for l in lengths for first in (True, False)
+               for s1 in [n + 1 - 2 * l if first else 0]]         # all alike, as repeat_rows draws
+    total, count = 0.0, 0
+    for l, s1, s2, first in layouts:
+        if filler_first is not None and first != bool(filler_first):
+            continue
+        for m in range(s1 + 1, s1 + l):                         # the target at m, m ids read
+            possible = sum(t2 >= m for _, _, t2, _ in layouts)
+            starts = sum(t2 == m for _, _, t2, _ in layouts)
+            repeat = 0.0 if knows_layout else starts / possible
+            total += -np.log((1 - repeat) / (vocab - m))
+            count += 1
+    return total / count
+
+
+def mcnemar_exact(a, b):
+    """McNemar's exact test for paired outcomes (lab 8): a[i] and b[i] are True or False
+    for the same seed (the same first weights and batches) under two settings. Only the
+    seeds where they differ count: with no difference between the settings, each would go
+    either way like a fair coin. Returns (seeds where only a, where only b, two-sided p)."""
+    from math import comb
+    a, b = (np.asarray(x) for x in (a, b))
+    fits(a.shape == b.shape and a.ndim == 1 and a.dtype == bool and b.dtype == bool and len(a) > 0,
+         "mcnemar_exact", "a and b are two lists of True and False of one length, one per seed")
+    only_a, only_b = int(np.sum(a & ~b)), int(np.sum(~a & b))
+    m = only_a + only_b
+    p = min(1.0, 2 * sum(comb(m, k) for k in range(min(only_a, only_b) + 1)) / 2 ** m)
+    return only_a, only_b, float(p)
 
 
 def drop_step(steps, losses, level=0.1):

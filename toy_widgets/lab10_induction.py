@@ -105,8 +105,9 @@ def _loss_axes(ax, steps, title):
 
 
 def sweep_curves(sweep):
-    """The stored sweep's second-copy loss for every seed: two blocks in colour (the seeds
-    that end below 0.1 in orange, the others in vermilion), one block in grey. A static picture."""
+    """The stored sweep's second-copy loss for every seed: two blocks on the lab's batches in
+    colour (the seeds whose held-out loss ends below 0.1 in orange, the others in vermilion),
+    one block in grey. A static picture."""
     fits = isinstance(sweep, dict) and isinstance(sweep.get("runs"), list) and sweep["runs"] \
         and all(isinstance(r, dict) and {"setting", "steps", "second"} <= r.keys() for r in sweep["runs"])
     if not fits:
@@ -121,7 +122,7 @@ def sweep_curves(sweep):
             ax.plot(r["steps"], r["second"], color=GREY, linewidth=1.2)
         elif r["setting"] == "two blocks":
             ax.plot(r["steps"], r["second"], linewidth=1.6,
-                    color=ORANGE if r["second"][-1] < 0.1 else VERMILION)
+                    color=ORANGE if r.get("final_second", r["second"][-1]) < 0.1 else VERMILION)
     ax.legend(handles=[ax.lines[0], ax.lines[1], Patch(color=ORANGE), Patch(color=VERMILION),
                        Patch(color=GREY)],
               labels=[ax.lines[0].get_label(), ax.lines[1].get_label(), "two blocks, copying",
