@@ -666,8 +666,9 @@ def test_04_head_2s_story_covers_rows_4_and_5_with_the_models_numbers():
 
 
 def test_02_without_positions_only_the_last_row_is_blind_to_the_order_before_it():
-    """The Positions section's claim: in the one-block toy, with positions zeroed, the tokens
-    before the last one could stand in any order and its row would come out the same."""
+    """Going further's claim: in the one-block toy, with positions zeroed, the tokens before
+    the last one could stand in any order and its row would come out the same. It is made
+    after exercise 02.3, whose answer it half gives, and not in the Positions section."""
     blind = tm.copy_params()
     blind["wpe"][:] = 0.0
     ids = tm.encode(TEXT)
@@ -675,5 +676,7 @@ def test_02_without_positions_only_the_last_row_is_blind_to_the_order_before_it(
     same, other = tm.forward(ids, blind), tm.forward(shuffled, blind)
     assert np.allclose(same[-1], other[-1], atol=1e-12)
     assert not np.allclose(tm.forward(shuffled)[-1], tm.forward(ids)[-1])    # with positions it differs
-    prose = "".join(source(c) for c in section_with("02_embeddings", "## Positions"))
+    prose = " ".join("".join(source(c) for c in section_with("02_embeddings", "## Going further: why the swap")).split())
     assert "could stand in any order and hand it the same sum" in prose
+    before = "".join(source(c) for c in section_with("02_embeddings", "## Positions"))
+    assert "could stand in any order" not in before

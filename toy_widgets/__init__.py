@@ -17,7 +17,7 @@ MODULES = ["draw", "kit", "exercises", "nb01_tokens", "nb02_embeddings", "nb03_q
            "lab08_training", "lab09_gpt2", "lab10_induction"]
 
 from .draw import (COLUMN_PX, BLUE, GREEN, GREY, ORANGE, TOKENS, VERMILION, fmt, freeze_layout, heatmap,
-                   matrix, new_figure, outline_bars, set_heatmap, share_mathtext, static,
+                   matrix, new_figure, outline_bars, set_heatmap, share_mathtext, source, static,
                    table, tick_label, token_bars, token_html)  # noqa: F401
 from .kit import (COURSE_CSS, BarChart, Panel, StyleRule, WidgetState, builder_text, canvas_ready,
                   course_style, guarded, is_live_canvas, live_artists, live_canvases,

@@ -1,6 +1,7 @@
 """Colours, number formats, tables and figures: what every notebook draws with (matplotlib).
 """
 import html
+import inspect
 import io
 import re
 
@@ -98,6 +99,17 @@ def matrix(m, rows=None, cols=None, digits=3):
     cols = cols if cols is not None else [f"d{j + 1}" for j in range(m.shape[1])]
     body = [[r] + [fmt(v, digits) for v in row] for r, row in zip(rows, m, strict=True)]
     return table(body, [""] + list(cols))
+
+
+def source(fn):
+    """Print a function's code as its module holds it, without the @checked(...) line above
+    it: the lines that computed the numbers a notebook has just shown (tw.source(tm.softmax))."""
+    if not inspect.isfunction(fn):
+        raise ValueError(f"source takes a function, such as tm.softmax, not {type(fn).__name__}.")
+    lines = inspect.getsource(inspect.unwrap(fn)).splitlines()
+    while lines and lines[0].lstrip().startswith("@"):
+        lines.pop(0)
+    print("\n".join(lines))
 
 
 def static(fig):
