@@ -155,3 +155,22 @@ def kernel_ready(page, path: str, timeout: float = KERNEL_READY_TIMEOUT) -> None
                'no live kernel for ' + path + ' after ' + ms / 1000 + ' s')), ms));
              await Promise.race([live, late]);
            }""", [path, timeout * 1000])
+
+
+def stderr_outputs(page, path: str) -> list[str]:
+    """What the code cells of `path` wrote to stderr (the outputs JupyterLab shows pink),
+    one 'cell N: text' each, from the notebook's model."""
+    return page.evaluate(
+        """(path) => {
+             const found = [];
+             window.__harness.panel(path).content.widgets.forEach((cell, i) => {
+               if (cell.model.type !== 'code') return;
+               for (const o of cell.model.outputs.toJSON()) {
+                 if (o.output_type === 'stream' && o.name === 'stderr') {
+                   const text = Array.isArray(o.text) ? o.text.join('') : o.text;
+                   found.push(`cell ${i + 1}: ${text.trim().slice(0, 300)}`);
+                 }
+               }
+             });
+             return found;
+           }""", path)

@@ -8,6 +8,9 @@ host refused and counted (tests/lite_harness.py).
   first shows its kernel idle, as a learner would start it (Run All must not be lost on a
   kernel still loading), 06 once its kernel is live (it has run a cell that finds ipympl
   and toy_model installed: what the first cell needs is preloaded);
+- no cell of 01 or 06 writes to stderr: in particular matplotlib finds the font list the
+  site ships, and does not announce "Matplotlib is building the font cache" in the first
+  cell (the site's list is the one this matplotlib accepts: same version);
 - exercise 01.1 says what the checker says to a wrong answer typed and sent with Enter and
   to the right one sent with Check;
 - 06's logit playground shows p = 0.395 for ␣roof first, then the model's p after a click
@@ -37,7 +40,7 @@ import toy_widgets as tw
 from browser_harness import REPO_ROOT, notebook_problems, require_browser, run_all, watch_kernel_errors
 from browser_widgets import (TEXT_CHANGES, TEXT_SHOWS, Action, Interaction, look, perform, type_text,
                              visible_text)
-from lite_harness import TEST_SETTINGS, Offline, open_lite, serving
+from lite_harness import TEST_SETTINGS, Offline, open_lite, serving, stderr_outputs
 from widget_tools import summary
 
 sys.path.insert(0, str(REPO_ROOT / "tools"))
@@ -94,7 +97,7 @@ def _exercise(page, answer: str, send: str) -> str:
 
 
 def _visit(site: str, offline: Offline) -> dict:
-    found = {"run": [], "exercise": [], "playground": [], "seconds": {}}
+    found = {"run": [], "stderr": [], "exercise": [], "playground": [], "seconds": {}}
     shots = SHOTS
     shots.mkdir(parents=True, exist_ok=True)
 
@@ -107,6 +110,7 @@ def _visit(site: str, offline: Offline) -> dict:
         run_all(page, TOKENS_01)
         found["run"] += [f"01: {p}" for p in notebook_problems(page, TOKENS_01)]
         found["seconds"]["01 run all"] = round(time.monotonic() - start, 1)
+        found["stderr"] += [f"01: {s}" for s in stderr_outputs(page, TOKENS_01)]
         for answer, send in (("6", "Enter"), ("7", "Check")):
             shown = _exercise(page, answer, send)
             expected = exercise_says(int(answer))
@@ -127,6 +131,7 @@ def _visit(site: str, offline: Offline) -> dict:
         run_all(page, OUTPUT_06)
         found["run"] += [f"06: {p}" for p in notebook_problems(page, OUTPUT_06)]
         found["seconds"]["06 run all"] = round(time.monotonic() - start, 1)
+        found["stderr"] += [f"06: {s}" for s in stderr_outputs(page, OUTPUT_06)]
         watch_kernel_errors(page, OUTPUT_06)
         steps = [Interaction("logit-playground", click_slider(0.75), TEXT_CHANGES, "logit of"),
                  Interaction("logit-playground", type_text("3.33"), TEXT_CHANGES, playground_line(3.33))]
@@ -210,6 +215,33 @@ def test_the_site_builds_and_names_no_file_outside_itself(site):
 
 def test_notebooks_01_and_06_run_all_their_cells_without_error(visit):
     _assert_none(visit["run"], "Run All in the browser edition")
+
+
+def test_no_cell_writes_to_stderr(visit):
+    """The first cell's `%matplotlib widget` once printed "Matplotlib is building the font
+    cache; this may take a moment." in every notebook: the list the site shipped was not
+    the one Pyodide's matplotlib reads."""
+    _assert_none(visit["stderr"], "stderr in the browser edition")
+
+
+def test_the_site_ships_the_font_list_its_matplotlib_accepts(site):
+    """Pyodide's matplotlib reads its font list from matplotlib/fontlist.json and rebuilds
+    it unless the list's _version is its FontManager's; the course's wheel, installed
+    after matplotlib's, brings one of that version."""
+    import zipfile
+    folder = site["path"] / "pyodide"
+    lock = json.loads((folder / "pyodide-lock.json").read_text())["packages"]
+    assert "matplotlib" in lock["next-token-course"]["depends"]
+    mpl = folder / lock["matplotlib"]["file_name"]
+    with zipfile.ZipFile(mpl) as wheel:
+        source = wheel.read("matplotlib/font_manager.py").decode()
+    assert 'Path(__file__).parent.joinpath("fontlist.json")' in source, \
+        "Pyodide's matplotlib no longer reads its font list beside its code"
+    version = int(re.search(r"^    __version__ = (\d+)$", source, re.M).group(1))
+    with zipfile.ZipFile(folder / lock["next-token-course"]["file_name"]) as wheel:
+        shipped = json.loads(wheel.read("matplotlib/fontlist.json"))
+    assert shipped["_version"] == version
+    assert any(f["name"] == "DejaVu Sans" for f in shipped["ttflist"])
 
 
 def test_exercise_01_1_answers_a_wrong_and_a_right_answer(visit):

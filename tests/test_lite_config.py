@@ -58,7 +58,7 @@ def test_offline_mode_names_no_url():
 
 @pytest.mark.parametrize("offline", [False, True])
 def test_the_kernel_loads_pyodide_from_the_site_in_either_mode(offline):
-    config = bl.site_config(offline, bl.PRELOAD, None)
+    config = bl.site_config(offline, bl.PRELOAD)
     kernel = config["jupyter-config-data"]["litePluginSettings"][
         "@jupyterlite/pyodide-kernel-extension:kernel"]
     assert kernel["pyodideUrl"] == "./pyodide/pyodide.js"

