@@ -155,21 +155,6 @@ def new_model(seed, recipe=RECIPE):
     return tree_map(lambda w: np.asarray(w, dtype=np.float32), params)
 
 
-def count_weights(params):
-    return sum(int(np.size(w)) for w in _leaves(params))
-
-
-def _leaves(tree):
-    if isinstance(tree, dict):
-        for v in tree.values():
-            yield from _leaves(v)
-    elif isinstance(tree, list):
-        for v in tree:
-            yield from _leaves(v)
-    else:
-        yield tree
-
-
 def flops_per_token(recipe=RECIPE):
     """About how many multiply-adds x 2 one character costs in the forward pass: 2 per
     weight of the matrices, plus attention's scores and sums (2 n_ctx d per block, twice)."""

@@ -148,7 +148,7 @@ def lab11_table(repeats, rounds=5):
         if torch is not None:
             theirs.append(torch_steps())
     tokens = recipe["batch"] * recipe["n_ctx"]
-    print(f"\n4. Lab 11's shapes: {tx.count_weights(params):,} weights, batch {recipe['batch']} x "
+    print(f"\n4. Lab 11's shapes: {sum(np.size(tm.get_weight(params, n)) for n in tm.weight_names(params)):,} weights, batch {recipe['batch']} x "
           f"{recipe['n_ctx']} = {tokens:,} characters, float32, one thread, CPU time, "
           f"median of {repeats} steps, {rounds} rounds taking turns, load average "
           f"{os.getloadavg()[0]:.1f}:")

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import toy_gpt2 as tg
 import toy_model as tm
 import toy_widgets as tw
 import toy_widgets.lab11_writes as lab
@@ -158,7 +159,7 @@ def test_the_shipped_checkpoint_is_the_recipe_in_float32(model):
     assert model["n_head"] == tx.RECIPE["n_head"] and len(params["blocks"]) == tx.RECIPE["n_layer"]
     assert params["wte"].shape == (tx.V, tx.RECIPE["d"]) and params["wpe"].shape == (64, 64)
     assert "w_u" in params and params["w_u"].dtype == np.float32
-    assert tx.count_weights(params) == tx.count_weights(tx.new_model(0))
+    assert tg.count_params(params) == tg.count_params(tx.new_model(0)) == 212_224
 
 
 def test_the_checkpoints_held_out_loss_on_a_slice_is_what_the_page_states(model, page):
@@ -171,6 +172,16 @@ def test_the_checkpoints_held_out_loss_on_a_slice_is_what_the_page_states(model,
     sliced = tx.model_loss(model["params"], model["n_head"], x[::10], y[::10])
     assert sliced == pytest.approx(stated, abs=0.08)
     assert stated < tx.baselines(tx.encode(tx.load_text("train")), tx.encode(tx.load_text("heldout")))["bigram"]
+
+
+def test_the_sweeps_first_measurement_is_what_training_measures():
+    """Before its first step, a fresh run measures what the sweep stored for its seed: the
+    same weights, the same first batch, the same held-out windows."""
+    run = tx.train(tx.LIVE_SEED, steps=1, every=1, sample_every=1)
+    stored = next(r for r in tx.load_sweep()["runs"] if r["seed"] == tx.LIVE_SEED)
+    assert run["train"][0] == pytest.approx(stored["train"][0], abs=1e-4)
+    assert run["heldout"][0] == pytest.approx(stored["heldout"][0], abs=1e-4)
+    assert run["samples"][0] == stored["samples"]["0"]
 
 
 def test_the_sweep_holds_five_seeds_of_the_recipe_and_the_live_seed_is_the_first():
