@@ -169,7 +169,18 @@ def attention_maps(model, text, heads):
     the character looking; column j, the character looked at (the future blank). Readable
     for two maps of 20 characters or one of 30."""
     params, n_head = _model_of(model, "attention_maps")
+    ok = isinstance(heads, (list, tuple)) and 1 <= len(heads) <= 3 and all(
+        isinstance(h, (list, tuple)) and len(h) == 2
+        and all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in h)
+        and 0 <= h[0] < len(params["blocks"]) and 0 <= h[1] < n_head for h in heads)
+    if not ok:
+        raise ValueError(f"attention_maps takes one to three heads as (block, head) pairs counted "
+                         f"from 0, blocks to {len(params['blocks']) - 1} and heads to {n_head - 1}, "
+                         f"not {shown_value(heads)}.")
     ids = tx.encode(text)
+    if not 2 <= len(ids) <= len(params["wpe"]):
+        raise ValueError(f"attention_maps takes a text of 2 to {len(params['wpe'])} characters, "
+                         f"not {len(ids)}.")
     weights = attention_weights(params, n_head, ids)
     labels = [_char_name(c) for c in text]
     fig = new_figure(7.2, 3.6)[0]
