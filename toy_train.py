@@ -310,7 +310,7 @@ def learning_rate(step, lr, steps, warmup=0, decay=False):
     if not decay:
         return lr
     progress = (step - warmup) / max(1, steps - 1 - warmup)        # 0 -> 1 after the warmup
-    return lr / 10 + 0.5 * (1 + np.cos(np.pi * progress)) * (lr - lr / 10)
+    return float(lr / 10 + 0.5 * (1 + np.cos(np.pi * progress)) * (lr - lr / 10))   # a float keeps float32 weights float32
 
 
 @checked(check_grad_norm)

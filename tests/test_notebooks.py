@@ -22,7 +22,7 @@ from nbval_recording import recorder  # noqa: E402
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 NAMES = ["01_tokens", "02_embeddings", "03_qkv", "04_mask_and_heads", "05_block", "06_output",
          "07_generation"]
-LABS = ["08_training", "09_gpt2", "10_induction"]      # after the seven steps; the map shows them as labs
+LABS = ["08_training", "09_gpt2", "10_induction", "11_writes"]      # after the seven steps; the map shows them as labs
 THREE_DECIMALS = re.compile(r"(?<![\d.])[-−]?\d+\.\d{3}(?![\d])")
 
 

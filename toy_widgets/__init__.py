@@ -3,7 +3,7 @@
     draw.py        colours, number formats, tables, figures
     kit.py         the widget kit: panels, state, the feedback guard, typed numbers, live charts (ipympl)
     exercises.py   the exercise engine: registry, checkers, the checker box
-    nb01_tokens.py ... nb07_generation.py, lab08_training.py, lab09_gpt2.py
+    nb01_tokens.py ... nb07_generation.py, lab08_training.py ... lab11_writes.py
                    each notebook's widgets and exercises together
 
 A notebook writes `import toy_widgets as tw` and calls what it shows by name:
@@ -14,7 +14,7 @@ they are imported from.
 
 MODULES = ["draw", "kit", "exercises", "nb01_tokens", "nb02_embeddings", "nb03_qkv",
            "nb04_mask_and_heads", "nb05_block", "nb06_output", "nb07_generation",
-           "lab08_training", "lab09_gpt2", "lab10_induction"]
+           "lab08_training", "lab09_gpt2", "lab10_induction", "lab11_writes"]
 
 from .draw import (COLUMN_PX, BLUE, GREEN, GREY, ORANGE, TOKENS, VERMILION, fmt, freeze_layout, heatmap,
                    matrix, new_figure, outline_bars, set_heatmap, share_mathtext, source, static,
@@ -40,3 +40,5 @@ from .nb07_generation import (generation_stepper, temperature_explorer)  # noqa:
 from .lab08_training import (loss_axes, loss_curves, recipe_curves, train_live)  # noqa: F401
 from .lab09_gpt2 import (lab_attention)  # noqa: F401
 from .lab10_induction import (copy_training, head_explorer, head_switches, sweep_curves, training_replay)  # noqa: F401
+from .lab11_writes import (attention_maps, head_table, next_char_plot, sample_chars, stored_training,  # noqa: F401
+                           writes_sweep_curves, writes_training)
