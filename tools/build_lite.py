@@ -253,7 +253,7 @@ def course_files() -> dict[str, bytes]:
     files = {}
     for path in sorted(REPO.glob("toy_*.py")) + sorted((REPO / "toy_widgets").glob("*.py")):
         files[path.relative_to(REPO).as_posix()] = path.read_bytes()
-    for path in sorted((REPO / "data").iterdir()):
+    for path in sorted((REPO / "data").rglob("*")):        # with the labs' checkpoints and texts
         if path.is_file():
             files[path.relative_to(REPO).as_posix()] = path.read_bytes()
     return files | {name: text.encode() for name, text in SAFETENSORS.items()}
