@@ -67,7 +67,10 @@ def as_batch(rows):
 def check_rows(rows, where=None, needs_where=False):
     """rows as an array [B, n + 1] of ids (and where, if given or needed, one (l, s1, s2)
     per row, as repeat_rows gives them), or one sentence."""
-    arr = np.asarray(rows) if isinstance(rows, (list, tuple, np.ndarray)) else np.zeros(0)
+    try:
+        arr = np.asarray(rows) if isinstance(rows, (list, tuple, np.ndarray)) else np.zeros(0)
+    except ValueError:                              # rows of different lengths
+        arr = np.zeros(0)
     fits(arr.ndim == 2 and arr.shape[0] > 0 and arr.shape[1] > 1 and arr.dtype.kind in "iu"
          and arr.min() >= 0, "check_rows", "rows are ids, an array [B, n + 1] of whole numbers "
          "from 0, as ti.repeat_rows gives them")

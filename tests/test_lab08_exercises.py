@@ -628,7 +628,7 @@ def test_the_lab_says_what_it_measures_and_no_more():
     assert "Four facts limit what the sweep can show" in text and "sensitive a run is to a small change" in text
     assert "A model stopped before it tells the cat's places from the dog's wins on it" in text
     assert "every weight moves by about the learning rate" not in text      # only while g is steady
-    assert "But v forgets slowly (over about 1,000 steps: β₂ = 0.999" in text
+    assert "But v forgets slowly (its β₂ averages over about 1,000 steps" in text
     assert inspect.signature(tt.adam_step).parameters["betas"].default[1] == 0.999    # the lab's Adam
     assert "Here early stopping keeps a model from before the subject was learnt, as the box of section 6 warns" in text
     assert "Read this first" not in text and "can even beat" not in text

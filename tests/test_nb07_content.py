@@ -470,9 +470,9 @@ def test_the_toys_positions_are_said_to_be_set_by_hand():
 def test_the_closing_links_name_every_lab_of_the_map():
     first, last = source(CELLS[0]), source(CELLS[-1])
     labs = re.findall(r"\[(Lab: [^\]]+)\]\((\d\d_\w+\.ipynb)\)", first)
-    assert len(labs) == 3
+    assert len(labs) == 4
     assert all(f"[{name}]({path})" in last for name, path in labs)
-    assert "Three labs follow" in last
+    assert "Four labs follow" in last
 
 
 def test_the_temperature_picture_draws_its_ticks_as_token_bars_does():
