@@ -7,7 +7,6 @@ the token after the earlier occurrence of the current one: an induction head.
 Everything here trains and runs the course's own model: toy_train's train_batches,
 backward and adam_step on toy_model's forward, with attention-only blocks (d_mlp = 0).
 """
-import json
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,7 @@ import numpy as np
 from toy_checks import as_count, as_numbers, as_path, check_params, check_seed, is_number
 from toy_model import (attention, forward, get_weight, layer_norm, linear, log_softmax,
                        replace_weight, unembed)
-from toy_train import init_params, train_batches
+from toy_train import init_params, read_sweep, train_batches
 from toy_train_checks import fits
 
 V = 16            # tokens 0..15: no text, only ids
@@ -427,8 +426,4 @@ def load_trained():
 def load_sweep(path=None):
     """The stored sweep (data/induction_sweep.json, written by tools/induction_sweep.py)."""
     path = as_path(DATA / "induction_sweep.json" if path is None else path, "load_sweep")
-    try:
-        return json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
-        raise ValueError(f"{str(path)!r} is not a sweep that can be read: write one with "
-                         "python tools/induction_sweep.py.") from None
+    return read_sweep(path, "sweep", "tools/induction_sweep.py")

@@ -414,17 +414,23 @@ def load_sweep(path=None):
     """The precomputed seed sweep (data/seed_sweep.json, written by tools/seed_sweep.py):
     {"lr", "steps", "seeds", "recipes", "runs": [{"seed", "arm", "recipe", "history",
     "p_roof_cat", "p_roof_dog", "heldout"}, ...]}."""
-    import json
     path = as_path(DATA / "seed_sweep.json" if path is None else path, "load_sweep")
-    try:
-        sweep = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
-        raise ValueError(f"{str(path)!r} is not a seed sweep that can be read: write one with "
-                         "python tools/seed_sweep.py --out <file>.") from None
+    sweep = read_sweep(path, "seed sweep", "tools/seed_sweep.py --out <file>")
     if not isinstance(sweep, dict) or not {"steps", "seeds", "recipes", "runs"} <= sweep.keys():
         raise ValueError(f"{str(path)!r} is not a seed sweep: it lacks steps, seeds, recipes or "
                          "runs (write one with python tools/seed_sweep.py --out <file>).")
     return sweep
+
+
+def read_sweep(path, what, tool):
+    """A stored sweep's JSON (each lab's load_sweep), or one sentence naming the tool that
+    writes one."""
+    import json
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        raise ValueError(f"{str(path)!r} is not a {what} that can be read: write one with "
+                         f"python {tool}.") from None
 
 
 def next_token_counts(corpus, prefix):

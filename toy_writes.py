@@ -7,14 +7,13 @@ learning_rate (the steps tt.train_batches takes), toy_model's forward and genera
 checkpoint. What is new is only the data: characters as tokens, random windows of the
 text as batches, and the baselines a model has to beat.
 """
-import json
 from pathlib import Path
 
 import numpy as np
 
 from toy_checks import as_count, as_path, check_params, check_seed, checked_inside, shown_value
 from toy_model import cross_entropy, forward, generate as generate_tokens, tree_map
-from toy_train import adam_step, init_params, learning_rate, loss_and_grads
+from toy_train import adam_step, init_params, learning_rate, loss_and_grads, read_sweep
 
 DATA = Path(__file__).with_name("data")
 TEXT = DATA / "shakespeare"
@@ -290,11 +289,7 @@ def save_trained(run, folder=None, overwrite=False):
 def load_sweep(path=None):
     """The stored sweep (data/writes_sweep.json, written by tools/writes_sweep.py)."""
     path = as_path(DATA / "writes_sweep.json" if path is None else path, "load_sweep")
-    try:
-        return json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
-        raise ValueError(f"{str(path)!r} is not a sweep that can be read: write one with "
-                         "python tools/writes_sweep.py.") from None
+    return read_sweep(path, "sweep", "tools/writes_sweep.py")
 
 
 def first_below(steps, losses, level=2.0):

@@ -243,7 +243,8 @@ A.update({"fits": "skip: the checks' own sentence, given the verdict they have c
 A.update({f"check_{name}": A[name] for name in ["layer_norm", "gelu", "softmax", "log_softmax", "linear",
                                                  "embed", "causal_mask", "attention", "multi_head",
                                                  "mlp", "block", "unembed"]})
-A.update({"check_finite": "skip: the doors call it on their own result, after check_params"})
+A.update({"check_finite": "skip: the doors call it on their own result, after check_params",
+          "read_sweep": "skip: each lab's load_sweep checks the path, then calls it"})
 A.update({"checked": "skip: a decorator, applied to the model's functions above",
           "checked_inside": "skip: a context the model's doors enter, no arguments"})
 
