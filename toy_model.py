@@ -346,7 +346,7 @@ def embed(ids, wte, wpe, start=0):
 @checked(check_causal_mask)
 def causal_mask(n):
     """True where row i may look at column j: itself and earlier positions only."""
-    return np.tril(np.ones((n, n), dtype=bool))     # [n, n]
+    return np.tri(n, dtype=bool)                    # [n, n]: ones on and below the diagonal
 
 
 @checked(check_attention)
@@ -365,20 +365,23 @@ def attention(q, k, v, mask=True, trace=None):
 
 @checked(check_multi_head)
 def multi_head(x, c_attn, c_proj, n_head, mask=True, trace=None, cache=None):
-    """All heads side by side: project to q, k, v, split into heads, attend, concat, W_O.
+    """All heads side by side: project to q, k, v, split each into heads, attend, concat, W_O.
     cache: a dict that keeps the keys and values of earlier positions; the new ones join it."""
     q, k, v = np.split(linear(x, **c_attn), 3, axis=-1)    # [n, 3d] -> 3 x [n, d]
     if cache is not None:
         k = cache["k"] = np.concatenate([cache["k"], k], axis=-2) if "k" in cache else k
         v = cache["v"] = np.concatenate([cache["v"], v], axis=-2) if "v" in cache else v
-    qs, ks, vs = (np.split(m, n_head, axis=-1) for m in (q, k, v))   # n_head x [n, d_head]
-    heads = [{} for _ in range(n_head)]                     # what each head computed
-    concat = np.concatenate([attention(*qkv, mask=mask, trace=t)      # [n, d]
-                             for qkv, t in zip(zip(qs, ks, vs), heads, strict=True)], axis=-1)
-    out = linear(concat, **c_proj)                          # [n, d]
+    # Head i owns columns i * d_head to (i + 1) * d_head: cut every row into n_head pieces
+    # ([n, d] -> [n, n_head, d_head]) and put the heads first, to attend all at once.
+    qs, ks, vs = (m.reshape(*m.shape[:-1], n_head, -1).swapaxes(-2, -3) for m in (q, k, v))
+    every = {}                                              # every head's intermediates, stacked
+    out = attention(qs, ks, vs, mask=mask, trace=every)     # [n_head, n, d_head]
+    concat = out.swapaxes(-2, -3).reshape(q.shape)          # [n, d]: head 1's columns, then head 2's
+    attn = linear(concat, **c_proj)                         # [n, d]
     if trace is not None:
-        trace.update(q=q, k=k, v=v, concat=concat, attn=out, heads=heads)
-    return out
+        heads = [{name: value[..., i, :, :] for name, value in every.items()} for i in range(n_head)]
+        trace.update(q=q, k=k, v=v, concat=concat, attn=attn, heads=heads)
+    return attn
 
 
 @checked(check_mlp)
