@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from toy_checks import as_count, as_path, check_params, check_seed, checked_inside, shown_value
+from toy_checks import (as_count, as_path, check_params, check_seed, checked_inside, is_number,
+                        shown_value)
 from toy_model import cross_entropy, forward, generate as generate_tokens, tree_map
 from toy_train import adam_step, init_params, learning_rate, loss_and_grads, read_sweep
 
@@ -78,7 +79,14 @@ def windows(ids, starts, n_ctx=RECIPE["n_ctx"]):
     """(inputs, targets), [len(starts), n_ctx] each: the characters from each start, and
     the same shifted by one (each position's next character)."""
     ids = char_ids(ids, "tx.windows", n_ctx + 1)
-    rows = ids[np.asarray(starts)[:, None] + np.arange(n_ctx + 1)]
+    given, starts = starts, (np.asarray(starts) if isinstance(starts, (list, tuple, np.ndarray))
+                             else np.zeros((0, 0)))
+    if starts.ndim != 1 or starts.dtype.kind not in "iu" or len(starts) and (
+            starts.min() < 0 or starts.max() > len(ids) - n_ctx - 1):
+        raise ValueError(f"tx.windows takes a list of start places, whole numbers from 0 to "
+                         f"{len(ids) - n_ctx - 1} (the last that leaves {n_ctx + 1} characters), "
+                         f"not {shown_value(given)}.")
+    rows = ids[starts[:, None] + np.arange(n_ctx + 1)]
     return rows[:, :-1], rows[:, 1:]
 
 
@@ -130,8 +138,13 @@ def smoothed(counts, add=1.0):
     """Probabilities from counts, each count raised by `add` first (add-one smoothing: a
     character never seen still gets a little probability, so no loss is infinite). Works
     on the last axis: [V] or [V, V] (one row per previous character)."""
-    counts = np.asarray(counts, dtype=float) + add
-    return counts / counts.sum(axis=-1, keepdims=True)
+    arr = np.asarray(counts) if isinstance(counts, (list, tuple, np.ndarray)) else np.zeros(0, str)
+    if arr.ndim not in (1, 2) or not arr.size or arr.dtype.kind not in "iuf" or not np.all(arr >= 0) \
+            or not (is_number(add) and 0 < add < float("inf")):
+        raise ValueError(f"tx.smoothed takes counts (a row [V] or a table [V, V] of numbers, none "
+                         f"below 0) and add > 0, not {shown_value(counts)} and {shown_value(add)}.")
+    arr = arr.astype(float) + add
+    return arr / arr.sum(axis=-1, keepdims=True)
 
 
 def baselines(train_ids, held_ids, add=1.0):
@@ -210,6 +223,12 @@ def adam_run(batches, params, steps, lr, warmup, n_head, callback, record):
     passed on as a Python float, so that float32 weights stay float32 (numpy 2 turns
     float32 times a numpy float64 into float64, twice the time). Returns (params, the loss
     before each step and at the end)."""
+    if not (callable(batches) and callable(callback) and isinstance(record, dict)) \
+            or not (is_number(lr) and lr > 0):
+        raise ValueError("tx.adam_run takes batches (a function of the step), the weights, the "
+                         "number of steps, a learning rate > 0, the warm-up, n_head, a callback "
+                         "(a function of step and loss) and a dict to record the weights in.")
+    steps, warmup = as_count(steps, "steps", high=100_000), as_count(warmup, "warmup", low=0)
     state, history = None, []
     for step in range(steps + 1):
         ids, targets = batches(step)
@@ -294,4 +313,9 @@ def load_sweep(path=None):
 
 def first_below(steps, losses, level=2.0):
     """The first measured step whose loss is below level, or None."""
+    if not (isinstance(steps, (list, tuple, np.ndarray)) and isinstance(losses, (list, tuple, np.ndarray))
+            and len(steps) == len(losses) and all(is_number(v) for v in (*steps, *losses, level))):
+        raise ValueError("tx.first_below takes the measured steps and their losses (two lists of "
+                         "numbers of one length) and a level, such as first_below(run['steps'], "
+                         "run['heldout'], 2.0).")
     return next((int(s) for s, loss in zip(steps, losses) if loss < level), None)

@@ -48,6 +48,25 @@ def test_a_character_outside_the_vocabulary_gets_one_sentence_naming_it():
         tx.encode(["a"])
 
 
+@pytest.mark.parametrize("call, starts", [
+    (lambda: tx.windows(tx.encode("to be or not to be"), [20], 4), "tx.windows takes"),
+    (lambda: tx.windows(tx.encode("to be or not to be"), [0.5], 4), "tx.windows takes"),
+    (lambda: tx.windows(tx.encode("to be or not to be"), "0", 4), "tx.windows takes"),
+    (lambda: tx.smoothed([3, -1]), "tx.smoothed takes"),
+    (lambda: tx.smoothed([3, 1], add=0), "tx.smoothed takes"),
+    (lambda: tx.smoothed("counts"), "tx.smoothed takes"),
+    (lambda: tx.first_below([0, 50], [3.0]), "tx.first_below takes"),
+    (lambda: tx.first_below([0, 50], [3.0, 1.0], "2"), "tx.first_below takes"),
+    (lambda: tx.adam_run(None, {}, 10, 1e-3, 1, 4, print, {}), "tx.adam_run takes"),
+    (lambda: tx.adam_run(lambda s: None, {}, 10, -1, 1, 4, print, {}), "tx.adam_run takes"),
+])
+def test_the_labs_helpers_give_one_sentence_for_bad_input(call, starts):
+    with pytest.raises(ValueError) as err:
+        call()
+    message = str(err.value)
+    assert message.startswith(starts) and message.endswith(".") and "\n" not in message
+
+
 def test_every_character_of_the_plays_is_in_the_vocabulary():
     for part in ("train", "heldout"):
         assert set(tx.load_text(part)) <= set(tx.CHARS)
