@@ -311,6 +311,13 @@ def load_sweep(path=None):
     return read_sweep(path, "sweep", "tools/writes_sweep.py")
 
 
+def load_bpe_run(path=None):
+    """The same recipe on tokens of the course's BPE (data/writes_bpe.json, written by
+    tools/writes_bpe.py): its merges, and its held-out loss per token and per character."""
+    path = as_path(DATA / "writes_bpe.json" if path is None else path, "load_bpe_run")
+    return read_sweep(path, "run on BPE tokens", "tools/writes_bpe.py")
+
+
 def first_below(steps, losses, level=2.0):
     """The first measured step whose loss is below level, or None."""
     if not (isinstance(steps, (list, tuple, np.ndarray)) and isinstance(losses, (list, tuple, np.ndarray))

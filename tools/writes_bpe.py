@@ -96,6 +96,7 @@ def main():
         ids.append(tm.sample(p, rng_sample))
     out = {"merges": [" ".join(m) for m in merges], "vocab": len(vocab), "recipe": recipe,
            "seed": tx.LIVE_SEED,
+           "chars_per_token_train": round(len(train_text) / len(train_ids), 4),
            "chars_per_token_heldout": round(len(held_text) / len(held_ids), 4),
            "heldout_per_token": round(per_token, 4), "heldout_per_char": round(per_char, 4),
            "heldout_tokens": int(targets.size), "heldout_chars": chars, "curve": curve,

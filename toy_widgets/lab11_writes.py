@@ -189,10 +189,12 @@ def attention_maps(model, text, heads):
     for ax, (layer, head) in zip(np.atleast_1d(axes), heads):
         w = weights[layer][head]
         n = len(w)
-        ax.imshow(np.where(np.tril(np.ones((n, n), dtype=bool)), w, np.nan), cmap=HEAT, vmin=0, vmax=1)
+        image = ax.imshow(np.where(np.tril(np.ones((n, n), dtype=bool)), w, np.nan), cmap=HEAT,
+                          vmin=0, vmax=1)
         ax.set_xticks(range(n), labels, fontsize=8)
         ax.set_yticks(range(n), labels, fontsize=8)
         ax.set_title(f"block {layer + 1}, head {head + 1}", fontsize=10)
+    fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight (a row adds up to 1)")
     static(fig)
 
 
@@ -244,26 +246,29 @@ number_exercise(
         "than a common one. tx.baselines does the same over every character of the held-out play."))
 
 
-_T_RIGHT = ("0.5: fewer odd characters, more common words and repeats; 2: the distribution "
+_T_RIGHT = ("0.5 doubles the gaps between the logits, so the likeliest characters take more of "
+            "p: fewer odd characters, more common words and repeats. 2 halves the gaps, p "
             "flattens towards uniform, and the text falls apart into random letters.")
-_T = ["0.5: more varied, surprising text; 2: safer, more repetitive text.",
+_T = ["0.5 halves the gaps between the logits, so p flattens and the text varies more; 2 "
+      "doubles them, so the text keeps to common words.",
       _T_RIGHT,
-      "Neither changes which character is likeliest, so the samples look the same.",
+      "Neither changes which character is likeliest, so the samples differ only by chance.",
       "0.5 halves every probability and 2 doubles it."]
 
 choice_exercise(
-    "11.2", "Predict before you run the cells: what do temperatures 0.5 and 2 do to the "
-            "model's samples, compared with temperature 1?",
+    "11.2", "Section 5 printed samples at temperatures 0.5, 1 and 2. Which sentence says what "
+            "0.5 and 2 did to them, compared with 1, and why?",
     options=_T, answer=_T_RIGHT,
-    hints={_T[0]: "Dividing the logits by 0.5 doubles the gaps between them: the likeliest "
-                  "characters take even more of the probability.",
+    hints={_T[0]: "Temperature divides the logits: dividing by 0.5 is multiplying by 2, so the "
+                  "gaps between them grow.",
            _T[2]: "The likeliest character stays first, but sampling draws others too: how "
                   "often depends on how flat p is, and T changes that.",
            _T[3]: "p must still add up to 1: temperature divides the logits, before the softmax."},
     solution=("Temperature divides the logits before the softmax. Below 1 the gaps grow, so "
               "the likeliest characters take more of p and samples keep to common spellings "
-              "(and may repeat); above 1 the gaps shrink, p tends to uniform over all "
-              f"{tx.V} characters, and misspellings and odd marks appear. Section 5's cells show both."))
+              "(and repeat); above 1 the gaps shrink, p tends to uniform over all "
+              f"{tx.V} characters, and misspellings and odd marks appear. At T = 0 only the "
+              "likeliest character is ever taken: the greedy loop of section 5."))
 
 
 def sample_chars(p_of, ids, n_new, seed, n_ctx=tx.RECIPE["n_ctx"]):
