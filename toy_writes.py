@@ -37,7 +37,7 @@ def encode(text):
     if not isinstance(text, str):
         raise ValueError(f"tx.encode takes text (a string), not {shown_value(text)}.")
     try:
-        return np.array([INDEX[c] for c in text], dtype=np.int64)
+        return np.array([INDEX[c] for c in text], dtype=np.intp)     # numpy's index type
     except KeyError:
         bad = next(i for i, c in enumerate(text) if c not in INDEX)
         raise ValueError(f"tx.encode: the character {text[bad]!r} (at position {bad}) is not in "
