@@ -426,7 +426,8 @@ def test_the_main_path_keeps_one_sentence_on_top_k_with_top_p():
     main = "\n".join(markdown[:going])
     for side in ("vLLM", "llama.cpp", "Hugging Face transformers"):
         assert side not in main
-    assert "top-p is measured on what top-k left, renormalised" in main
+    assert ("the usual order is top-k first: its survivors are renormalised, and top-p counts its "
+            "threshold on them alone") in main
 
 
 def test_the_cache_claims_say_what_it_saves_and_both_reasons_a_crop_breaks_it():
@@ -514,6 +515,6 @@ def test_07_says_which_settings_keep_climb_and_which_libraries_order_top_k_first
             "␣climb there") in text_
     table = next(source(c) for c in CELLS if "settings = {" in source(c))
     assert "temperature=1.5, top_k=3" in table and "temperature=1, top_p=0.9" in table
-    assert ("the usual order is top-k first and top-p second: top-k's survivors are renormalised, "
-            "and top-p counts its threshold on them alone") in text_ and "llama.cpp" in text_
+    assert ("the usual order is top-k first: its survivors are renormalised, and top-p counts its "
+            "threshold on them alone") in text_ and "llama.cpp" in text_
     assert "greedy is also `tm.generate`'s default" in text_ and "and why it is" not in text_
