@@ -650,15 +650,20 @@ def test_04_head_2s_story_covers_rows_4_and_5_with_the_models_numbers():
     prose = re.sub(r"\s+", " ", "\n".join(source(c) for c in cells("04_mask_and_heads")
                                           if c["cell_type"] == "markdown")).replace("−", "-")
     f = tw.fmt
-    assert (f"(-{f(-q[3, 0])} for `ed`, -{f(-q[4, 0])} for `␣the`)") in prose
+    assert f"its query is -{f(-q[4, 0])} against `ed`'s -{f(-q[3, 0])}" in prose
     assert q[3, 0] < q[4, 0] < 0 < q[2, 0]                 # ed asks hardest, the other way
     assert weights[3].argmax() == weights[4].argmax() == 2  # both favour ␣climb
     assert f"takes it ({f(weights[3, 2])})" in prose
     assert f"({f(weights[4, 2])} on `␣climb`, {f(weights[4, 4])} on itself)" in prose
     assert out[3, 0] < 0 and out[4, 0] < 0 < written[3, 0] and 0 < written[4, 0]
     assert f'Rows 4 and 5 gain "go on" instead, {f(written[3, 0])} and {f(written[4, 0])}' in prose
-    ln1 = tm.run(TEXT)["ln1"]
-    assert f'Its "ending" is -{f(-ln1[3, 2])}, so its query is -{f(-q[3, 0])}' in prose
+    r = tm.run(TEXT)
+    ln1, k = r["ln1"], r["heads"][1]["k"]
+    assert f'1. Its "ending" is -{f(-ln1[3, 2])}: negative' in prose
+    assert f'2. Its query is 2 × "ending", so it is negative too: -{f(-q[3, 0])}' in prose
+    assert k[2, 0] == k[:4, 0].min() < 0                   # ␣climb's key is the lowest it may see
+    assert f"\"go on\", `␣climb`'s -{f(-k[2, 0])}, and `ed` gives `␣climb` {f(weights[3, 2])}" in prose
+    assert f'its "ending" is 0 in X but -{f(-ln1[4, 2])} after LayerNorm' in prose
     assert f"its output is mostly `␣climb`'s -1: -{f(-out[3, 0])}" in prose
     assert f"the row gains +{f(written[3, 0])} on" in prose
     assert f"Its output is half of `␣cat`'s own \"go on\" after LayerNorm (`the`'s is 0), {f(out[1, 0])}" in prose

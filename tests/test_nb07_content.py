@@ -280,6 +280,10 @@ def test_the_dog_answer_names_the_step_that_goes_wrong_with_its_margins():
     solution = tw.exercises._now(tw.EXERCISES["07.5"]["solution"])
     greedy = [s["next"] for s in tm.generate("the dog", temperature=0)]
     assert solution.startswith(f"{len(greedy)}: ")
+    left = tm.N_CTX - len(tm.encode("the dog"))           # the reading-only variant's answer
+    assert len(greedy) < left and f"at most {tm.N_CTX} − 2 = {left} could have been added" in solution
+    cell = next(source(c) for c in CELLS if source(c).startswith("### 5. How long is the greedy answer?"))
+    assert "*Reading only?*" in cell and "what is the most greedy could add" in cell
     dog, cat = p_after("the dog climbed"), p_after("the cat climbed")
     climb, the, stop = (tm.VOCAB.index(t) for t in (" climb", " the", "."))
     assert greedy[2] == climb and np.argmax(dog) == climb          # the step after "climbed"
@@ -422,7 +426,8 @@ def test_the_main_path_keeps_one_sentence_on_top_k_with_top_p():
     main = "\n".join(markdown[:going])
     for side in ("vLLM", "llama.cpp", "Hugging Face transformers"):
         assert side not in main
-    assert "top-p is measured on what top-k left, renormalised" in main
+    assert ("the usual order is top-k first: its survivors are renormalised, and top-p counts its "
+            "threshold on them alone") in main
 
 
 def test_the_cache_claims_say_what_it_saves_and_both_reasons_a_crop_breaks_it():
@@ -430,7 +435,7 @@ def test_the_cache_claims_say_what_it_saves_and_both_reasons_a_crop_breaks_it():
     assert "usable and unusable" not in text_
     assert "runs the model's weight matrices on 1 position instead of n" in text_
     assert "from block 2 on, each kept key and value was computed with the dropped tokens in view" in text_
-    assert "T (here T is a temperature; in code about training, T often stands for a sequence's length)" in text_
+    assert "T often stands for" not in text_          # the main path keeps to temperature
 
 
 # --- what a fresh reader can check on the page --------------------------------------------
@@ -510,5 +515,6 @@ def test_07_says_which_settings_keep_climb_and_which_libraries_order_top_k_first
             "␣climb there") in text_
     table = next(source(c) for c in CELLS if "settings = {" in source(c))
     assert "temperature=1.5, top_k=3" in table and "temperature=1, top_p=0.9" in table
-    assert "In many of them, top-p is measured on what top-k left" in text_ and "llama.cpp" in text_
+    assert ("the usual order is top-k first: its survivors are renormalised, and top-p counts its "
+            "threshold on them alone") in text_ and "llama.cpp" in text_
     assert "greedy is also `tm.generate`'s default" in text_ and "and why it is" not in text_

@@ -131,7 +131,8 @@ def _dog_solution():
     return (
         f"{len(new)}: {', '.join(token_name(i) for i in new)}. It stops because the model picked "
         f"<|endoftext|>, before the context was full ({n} + {len(new)} = {n + len(new)} of {N_CTX} "
-        "places). The text goes wrong at the token after \"the dog climbed\": there greedy takes "
+        f"places); at most {N_CTX} − {n} = {N_CTX - n} could have been added, the places the prompt "
+        "leaves. The text goes wrong at the token after \"the dog climbed\": there greedy takes "
         f"{dog_climb}, just ahead of {dog_stop} and {dog_the}, the token the sentence needed. After "
         f"\"the cat climbed\" the margin is just as thin the other way: {cat_the} against {cat_climb}. "
         "The toy learned nothing: its weights were set by hand around one sentence about a cat, and "
