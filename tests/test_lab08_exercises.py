@@ -628,7 +628,8 @@ def test_the_lab_says_what_it_measures_and_no_more():
     assert "Four facts limit what the sweep can show" in text and "sensitive a run is to a small change" in text
     assert "a model stopped before it tells the cat's places from the dog's wins on this held-out set" in text
     assert "every weight moves by about the learning rate" not in text      # only while g is steady
-    assert "Adam's v forgets slowly (its β₂ averages over about 1,000 steps" in text
+    assert "Adam's v forgets slowly: its β₂, the share of the old v that each step keeps" in text
+    assert "makes it average over about 1,000 steps" in text
     assert inspect.signature(tt.adam_step).parameters["betas"].default[1] == 0.999    # the lab's Adam
     assert "Here early stopping keeps a model from before the subject was learnt: a model stopped before" in text
     assert "On real text, held-out sentences come from the same source as the training text" in text
