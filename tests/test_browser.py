@@ -151,6 +151,14 @@ def switched_line(layer):
     loss = ti.copy_losses(ti.ablate(COPIER, layer, 0, 1), 1, *ROW)[1]
     return f"second copy: {tw.fmt(loss, 2)} nats (block {layer + 1}'s head off)"
 
+
+def all_on_line():
+    return f"second copy: {tw.fmt(ti.copy_losses(COPIER, 1, *ROW)[1], 2)} nats (all heads on)"
+
+
+# The replay starts where the live run's fall begins: the live run is the sweep's seed.
+FALL = next(r["fall"] for r in ti.load_sweep()["runs"] if r["setting"] == "two blocks" and r["seed"] == ti.LIVE_SEED)
+
 # What to do to each notebook's widgets, and what must change then. Entries are added
 # notebook by notebook, as its widgets are written. The key is the notebook's file name;
 # `widget` is the name in the widget root's CSS class w-<name> (box.add_class("w-<name>")).
@@ -211,7 +219,7 @@ INTERACTIONS: dict[str, list[Interaction]] = {
         Interaction("logit-playground", press_slider("ArrowRight", times=5), expect=CANVAS_CHANGES),
         Interaction("logit-playground", type_text("1e6"), expect=TEXT_CHANGES,
                     contains="between -1000 and 1000"),
-        Interaction("logit-shift", look(), TEXT_SHOWS, shift_line(0.0, "0")),
+        Interaction("logit-shift", look(), TEXT_SHOWS, shift_line(10.0, "10")),      # the page's start, c = 10
         Interaction("logit-shift", type_text("3.33"), TEXT_CHANGES, shift_line(3.33, "3.33")),
         Interaction("logit-shift", press_slider("PageUp"), expect=CANVAS_CHANGES),
         Interaction("logit-shift", type_text("abc"), expect=TEXT_CHANGES, contains="is not a number"),
@@ -245,9 +253,10 @@ INTERACTIONS: dict[str, list[Interaction]] = {
         Interaction("copy-training", look(), TEXT_SHOWS, f"done: {ti.STEPS} steps"),
         Interaction("head-explorer", look(), TEXT_SHOWS, head_line(1)),
         Interaction("head-explorer", click("block 1's head"), CANVAS_CHANGES, head_line(0)),
-        Interaction("head-switches", click("block 1's head"), CANVAS_CHANGES, switched_line(0)),
-        Interaction("training-replay", press_slider("ArrowLeft"), CANVAS_CHANGES,
-                    f"step {ti.STEPS - 50}:"),
+        Interaction("head-switches", look(), TEXT_SHOWS, switched_line(0)),        # the page starts with it off
+        Interaction("head-switches", click("block 1's head"), CANVAS_CHANGES, all_on_line()),
+        Interaction("head-switches", click("block 2's head"), CANVAS_CHANGES, switched_line(1)),
+        Interaction("training-replay", press_slider("ArrowLeft"), CANVAS_CHANGES, f"step {FALL - 50}:"),
     ],
 }
 

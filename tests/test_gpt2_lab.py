@@ -161,12 +161,17 @@ def test_the_stored_lab_says_only_what_it_shows_and_cites_what_gpt2_does():
     for claim in ["you will see the last two rows leave 0", "is what its training bought",
                   "The tests check", "the tests check this"]:
         assert claim not in prose, f"stated as if it were on the page: {claim!r}"
-    # one note, where the part that needs the weights begins, says what the stored run shows
-    note = "In the stored run, made without them, the loaded model is the toy itself"
+    # one note, at the top of the half that loads a checkpoint, says what the stored page shows
+    # and what a download changes; the part that needs the weights points back to it
+    note = "The page as stored was made without GPT-2's weights, so its tables show the toy"
     assert prose.count(note) == 1
+    loading = next("".join(c["source"]) for c in cells if c["cell_type"] == "markdown"
+                   and "## Loading a checkpoint" in "".join(c["source"]))
+    top = re.sub(r"\s+", " ", loading.split("## Loading a checkpoint")[1])
+    assert top.index(note) < 300 and "Download GPT-2 small's four files" in top
     section = next("".join(c["source"]) for c in cells if c["cell_type"] == "markdown"
                    and "".join(c["source"]).startswith("## Step 6 again"))
-    assert note in re.sub(r"\s+", " ", section)
+    assert "as the start of the loading section said" in re.sub(r"\s+", " ", section)
     assert prose.lower().count("in the stored run") <= 2
     assert "toy again" not in prose and "repeat the toy" not in prose
     for source in ['Wang et al. (2022, "Interpretability in the Wild"',
@@ -370,7 +375,8 @@ def test_the_lab_says_which_cells_to_run_once_the_weights_are_there():
     _, prose = lab_prose()
     assert ("Then run the next cell and every cell below it (Run ▸ Run Selected Cell and All "
             "Below)") in prose
-    assert "set `DOWNLOAD` back to False" in prose and "`GPT2_DIR` (set before Jupyter starts)" in prose
+    assert "set `DOWNLOAD` back to False" in prose and "`GPT2_DIR` is an *environment variable*" in prose
+    assert "then start Jupyter from that terminal" in prose and "set after Jupyter started does not reach it" in prose
 
 
 def test_running_the_loading_cell_again_leaves_no_folder_behind(tmp_path, monkeypatch):

@@ -381,7 +381,7 @@ def test_early_stopping_is_scored_on_the_rolling_median_and_picks_no_best_recipe
     assert f"{split[0][0]:.3f}" == "0.327" and f"{split[0][1]:.3f}" == "0.332" and f"{split[1][0]:.3f}" == f"{split[1][1]:.3f}" == "0.338"
     assert "they favour the runs that jumped (median 0.327 against 0.332 for the others, where the rolling median gives 0.338 to both)" in text
     assert "every recipe scores, in median over 16 seeds, within a few thousandths of a nat of the others on the held-out sentences" in text
-    assert "B runs this recipe and four others on 16 seeds" in text and len(sweep["recipes"]) == 5
+    assert "The sweep runs section 7's recipe and four others on 16 seeds" in text and len(sweep["recipes"]) == 5
     assert "The schedule is left out here; Going further B measures what it changes" in text
     final_tied = {recipe: np.median([r["heldout"] for r in pick(recipe, "tied")]) for recipe in sweep["recipes"]}
     assert max(final_tied, key=final_tied.get) == "clipping"          # the worst tied recipe at the end
@@ -626,11 +626,13 @@ def test_the_lab_says_what_it_measures_and_no_more():
     assert "memorising the pairs" not in text and "memorising its corpus" not in text
     assert "maximum-likelihood" not in text and text.count("the best fit to the corpus") == 2
     assert "Four facts limit what the sweep can show" in text and "sensitive a run is to a small change" in text
-    assert "A model stopped before it tells the cat's places from the dog's wins on it" in text
+    assert "a model stopped before it tells the cat's places from the dog's wins on this held-out set" in text
     assert "every weight moves by about the learning rate" not in text      # only while g is steady
-    assert "But v forgets slowly (its β₂ averages over about 1,000 steps" in text
+    assert "Adam's v forgets slowly: its β₂, the share of the old v that each step keeps" in text
+    assert "makes it average over about 1,000 steps" in text
     assert inspect.signature(tt.adam_step).parameters["betas"].default[1] == 0.999    # the lab's Adam
-    assert "Here early stopping keeps a model from before the subject was learnt, as the box of section 6 warns" in text
+    assert "Here early stopping keeps a model from before the subject was learnt: a model stopped before" in text
+    assert "On real text, held-out sentences come from the same source as the training text" in text
     assert "Read this first" not in text and "can even beat" not in text
     assert "it has begun to *overfit*" not in text and "starts to memorise" not in text and "by heart" not in text
     assert "It covers that luck only, from seed to seed: every run is scored on the same 14 held-out predictions" in text

@@ -367,7 +367,9 @@ def test_the_main_paths_asides_are_gathered_under_a_heading_of_their_own_in_a():
                 assert heading.startswith("#### Asides to sections 4 and 5") and all(t in heading for t in topics), (bold, heading)
     assert "gathers the asides of sections 4 and 5 (LayerNorm's rule on the example, GELU's slope, equal gradient entries, autograd)" in cells[start][0]
     main = "\n".join(s for s, kind in cells[:start] if kind == "markdown")
-    assert "a stretch along x̂ (adding c · x̂ to a row stretches y − μ and σ alike, so x̂ stays as it was; Going further A checks it)" in main
+    assert "adding the same c to a whole row of y adds c to μ too, and leaves x̂, and so the loss, unchanged" in main
+    derivation = cells[start][0]                                        # Going further A opens in this cell
+    assert "making it σ + c; the ratio x̂ = (y − μ)/σ is unchanged" in derivation
     assert "(Going further A says where)" in main and "Going further A says why" in main and "Going further A says how" in main
     y = tm.run()["y"]                                                   # a stretch along x̂ raises σ by about c
     sigma = np.sqrt(y.var(axis=-1) + 1e-5)

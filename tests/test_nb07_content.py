@@ -362,7 +362,8 @@ def test_top_k_claims_only_what_the_page_shows_and_the_full_context_error_per_de
     text_ = re.sub(r"\s+", " ", prose())
     assert "keeps two that should never be drawn" not in text_
     assert "nearly all the mass" not in text_
-    assert "(an IndexError on the CPU; on a GPU, a device-side assert)" in text_
+    assert "on the main processor (the CPU) Python's IndexError" in text_
+    assert "on a graphics card (a GPU, where such models usually run) a \"device-side assert\"" in text_
     with pytest.raises(IndexError):
         np.zeros((1024, 2))[np.array([1024])]                   # numpy's (and PyTorch CPU's) lookup
 

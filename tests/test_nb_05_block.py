@@ -347,7 +347,7 @@ def test_05_no_sentence_claims_more_than_its_numbers():
     fit = flat(next(m for m in markdown() if m.startswith("### Where the decimals")))
     assert "prints y₅ itself" in fit and "most likely token" in fit and "attention off" in fit
     assert "fix the last row's final vector, LN(y₅)" not in fit  # LN alone leaves scale and shift free
-    assert "about 10⁻⁵ across in its tightest directions" in fit      # tools/fit_toy.py: two directions
+    assert "push a figure out of its window after a move of only about 10⁻⁵" in fit   # tools/fit_toy.py: two directions
     assert "y_i = s · f_i + c" in fit                               # how a p becomes a target for y
     assert "Why GPT-2 prefers that" not in text                     # an empirical choice (Going further)
     assert "for a toy's sake" not in text

@@ -33,11 +33,11 @@ from .nb02_embeddings import (embedding_scatter, embedding_scatter_plot, grouped
                               label_levels, x_rings)  # noqa: F401
 from .nb03_qkv import (head_weights, query_picker)  # noqa: F401
 from .nb04_mask_and_heads import (future_leak, heads_figure, mask_and_heads, outline_future)  # noqa: F401
-from .nb05_block import (block_branches, matrix_html, random_toy)  # noqa: F401
+from .nb05_block import (block_branches, block_picture, matrix_html, random_toy)  # noqa: F401
 from .nb06_output import (attention_switch, logit_playground, logit_shift, p_summary,
                           tying_switch, vector)  # noqa: F401
 from .nb07_generation import (generation_stepper, temperature_explorer)  # noqa: F401
-from .lab08_training import (loss_axes, loss_curves, recipe_curves, train_live)  # noqa: F401
+from .lab08_training import (backward_picture, loss_axes, loss_curves, recipe_curves, train_live)  # noqa: F401
 from .lab09_gpt2 import (lab_attention)  # noqa: F401
 from .lab10_induction import (copy_training, head_explorer, head_switches, sweep_curves, training_replay)  # noqa: F401
 from .lab11_writes import (attention_maps, head_table, next_char_plot, sample_chars, stored_training,  # noqa: F401

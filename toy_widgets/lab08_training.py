@@ -300,61 +300,54 @@ number_exercise(
 
 
 def recipe_curves(sweep, levels=()):
-    """A seed sweep (tt.load_sweep()) as two pictures, one per arm (own W_U, tied), so that
-    neither hides the other, each a grid of one panel per recipe, titled with the recipe's
-    name, large enough for a projector; in each panel every run's held-out loss (orange),
-    then its training loss (blue) drawn over them. The vertical scale is logarithmic in the
-    distance above 0.25 nats, just below the best possible loss: it stretches the few
-    hundredths between the best possible loss and the subject-blind level, so that a run
-    that learnt the subject shows apart from one that did not, and still holds the first
-    fall from ln 12 (dashed grey) and the highest spike. levels: (value, label) reference lines."""
+    """A seed sweep (tt.load_sweep()) as two pictures, one per arm (own W_U, tied), each a
+    row of panels, one per recipe, titled with the recipe's name. In a panel each run is one
+    strip, seed 0 at the top, so that a strip lines up with the same seed's strips in the
+    other panels; along it, step by step, the training loss's band: above the subject-blind
+    level (falling from ln 12, or in a spike; light grey), at about that level (green), or
+    below halfway from it to the best possible loss (the subject learnt; dark blue); a black
+    mark where the loss rose by more than 0.5 nats in one step (a jump). Counting strips
+    that end in dark blue, or that carry a mark, gives the table's counts of runs that learnt
+    the subject and runs that jumped. levels: the lab's (subject-blind, ...) and (best possible, ...)."""
     if not isinstance(sweep, dict) or not {"recipes", "runs", "seeds"} <= sweep.keys():
         raise ValueError("recipe_curves takes a seed sweep, as tt.load_sweep() returns it.")
-    recipes = sweep["recipes"]
-    base = 0.25                                           # below every loss of the sweep
-    top = 1.15 * max(max(max(run["history"]), max(run["heldout_history"])) for run in sweep["runs"])
-    uniform = np.log(len(VOCAB))
-    columns = 3
-    rows = -(-(len(recipes) + 1) // columns)              # one more panel for the legend
+    if len(levels) < 2:
+        raise ValueError("recipe_curves needs levels: the subject-blind level and the best possible loss, as the lab passes them.")
+    from matplotlib.colors import ListedColormap
+    import textwrap
+    recipes, seeds = sweep["recipes"], sorted(sweep["seeds"])
+    blind, best = levels[0][0], levels[1][0]
+    learnt, above = (best + blind) / 2, blind + 0.02
+    colours = ListedColormap(["#E6E6E6", GREEN, BLUE])
     for arm in ["own W_U", "tied"]:
-        fig, _ = new_figure(6.8, 3.7)                      # the largest plot: 880 × 480 px
+        fig, _ = new_figure(6.8, 3.5)
         fig.clear()
-        axes = fig.subplots(rows, columns, sharex=True, sharey=True, squeeze=False,
-                            gridspec_kw={"wspace": 0.12}).ravel()     # room between the 10-pt titles
+        axes = fig.subplots(1, len(recipes), sharey=True, squeeze=False)[0]
         for ax, recipe in zip(axes, recipes):
-            chosen = [run for run in sweep["runs"] if run["recipe"] == recipe and run["arm"] == arm]
-            for key, color in [("heldout_history", ORANGE), ("history", BLUE)]:   # training on top
-                for run in chosen:                 # drawn without antialiasing: 160 curves in
-                    ax.plot(run[key], color=color, linewidth=0.8, alpha=0.5, antialiased=False)   # two pictures stay small
-            ax.axhline(uniform, color=GREY, linestyle="--", linewidth=1)
-            for level, (color, style) in zip(levels, LEVEL_STYLES):
-                ax.axhline(level[0], color=color, linestyle=style, linewidth=1.4)
-            ax.set_yscale("function", functions=(lambda y: np.log(np.maximum(y - base, 1e-9)),
-                                                 lambda t: np.exp(t) + base))
-            ax.set_ylim(0.27, top)
-            ticks = [t for t in (0.3, 0.5, 1, 3, 10) if t < top]        # far enough apart to read
-            ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
-            ax.set_xticks([0, sweep["steps"] // 2, sweep["steps"]])
-            ax.minorticks_off()
-            ax.set_title(recipe, fontsize=10)
-        for k, ax in enumerate(axes):
-            if k // columns == rows - 1 or k + columns >= len(recipes):
-                ax.xaxis.set_tick_params(labelbottom=True)
-                if k < len(recipes):
-                    ax.set_xlabel("step")
-            if k % columns == 0:
-                ax.set_ylabel("nats, on a scale\nof log(loss − 0.25)")
-        legend_ax = axes[len(recipes)]
-        for ax in axes[len(recipes) + 1:]:
-            ax.set_visible(False)
-        legend_ax.set_axis_off()
-        handles = [plt.Line2D([], [], color=BLUE, label="training loss"),
-                   plt.Line2D([], [], color=ORANGE, label="held-out loss"),
-                   plt.Line2D([], [], color=GREY, linestyle="--", label=f"ln {len(VOCAB)}, {fmt(uniform)}")]
-        handles += [plt.Line2D([], [], color=color, linestyle=style, label=level_label(level).replace(", ", ",\n"))
-                    for level, (color, style) in zip(levels, LEVEL_STYLES)]
-        legend_ax.legend(handles=handles, loc="center", fontsize=10, frameon=False)
-        fig.suptitle(f"{len(sweep['seeds'])} seeds per recipe, {arm}", fontsize=12)
+            chosen = sorted((run for run in sweep["runs"] if run["recipe"] == recipe and run["arm"] == arm),
+                            key=lambda run: run["seed"])
+            loss = np.array([run["history"] for run in chosen])
+            band = np.where(loss < learnt, 2, np.where(loss < above, 1, 0))
+            ax.imshow(band, cmap=colours, vmin=0, vmax=2, aspect="auto", interpolation="nearest",
+                      extent=(0, loss.shape[1] - 1, len(chosen) - 0.5, -0.5))
+            for row, run in enumerate(chosen):
+                steps = np.flatnonzero(np.diff(run["history"]) > 0.5) + 1
+                ax.plot(steps, np.full(len(steps), row), linestyle="none", marker="|", color="black",
+                        markersize=7, markeredgewidth=1.6)
+            ax.set_xticks([0, sweep["steps"]], ["0", str(sweep["steps"])], fontsize=8)
+            ax.set_xlabel("step", fontsize=8, labelpad=0)
+            ax.set_title(textwrap.fill(recipe, 14), fontsize=9)
+            ax.tick_params(axis="y", length=0)
+        axes[0].set_yticks(range(0, len(seeds), 3), [str(s) for s in seeds[::3]], fontsize=8)
+        axes[0].set_ylabel("seed (one strip per run)", fontsize=9)
+        handles = [plt.Rectangle((0, 0), 1, 1, facecolor="#E6E6E6", edgecolor=GREY,
+                                 label="above the subject-blind level"),
+                   plt.Rectangle((0, 0), 1, 1, facecolor=GREEN, label="at about that level"),
+                   plt.Rectangle((0, 0), 1, 1, facecolor=BLUE, label="learnt the subject"),
+                   plt.Line2D([], [], linestyle="none", marker="|", color="black", markersize=8,
+                              markeredgewidth=1.6, label="a jump (+0.5 nats in one step)")]
+        fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=8, frameon=False)
+        fig.suptitle(f"Training loss, {len(seeds)} seeds per recipe, {arm}", fontsize=11)
         static(fig)
 
 
@@ -548,3 +541,53 @@ number_exercise(
         f"{_fd_grad():.6f}: they differ by about {abs(_central() - _fd_grad()):.0e}, ε²/6 times the "
         f"loss's third derivative. A one-sided difference, (L(w + ε) − L(w)) / ε, gives "
         f"{_one_sided():.6f}, off by about ε/2 times the curvature."))
+
+
+# --- The backward pass as the forward pass run in reverse -----------------------------
+
+def _shape(a):
+    a = np.asarray(a)
+    return " × ".join(str(n) for n in a.shape) if a.ndim else "1 number"
+
+
+def backward_picture(r, dz, df, dy, dh, dx):
+    """Section 4's backward pass beside the forward pass: the forward pass's arrays in a row
+    (ids, x, h, y, f, z, the loss), each with its shape read from the run r (tm.run's
+    intermediates), the forward steps as arrows from left to right above them, and below
+    them the gradients (dz, df, dy, dh, dx as section 4 computed them, shapes read from the
+    arrays) travelling the other way, each arrow labelled with the rule it applies."""
+    arrays = [dz, df, dy, dh, dx]
+    if not isinstance(r, dict) or not {"ids", "x", "h", "y", "f", "logits"} <= r.keys() \
+            or not all(isinstance(a, np.ndarray) for a in arrays):
+        raise ValueError("backward_picture takes tm.run(...)'s result and the arrays dz, df, dy, dh, dx of section 4.")
+    nodes = [("ids", f"{len(r['ids'])} token ids"), ("x", _shape(r["x"])), ("h", _shape(r["h"])),
+             ("y", _shape(r["y"])), ("f", _shape(r["f"])), ("z", _shape(r["logits"])), ("loss", "1 number")]
+    grads = ["dwte, dwpe", f"dx {_shape(dx)}", f"dh {_shape(dh)}", f"dy {_shape(dy)}",
+             f"df {_shape(df)}", f"dz {_shape(dz)}", "d loss = 1"]
+    forward_steps = ["wte[ids]\n+ wpe", "+ attention\n(LN₁ first)", "+ MLP\n(LN₂ first)", "LN_f", "f W_U", "−ln p(target),\nmean"]
+    backward_rules = ["to each token's\nrow of wte", "skip + branch\n(attention's rules)", "skip + branch\n(MLP's rules)",
+                      "LayerNorm's\nrule", "dz W_Uᵀ", "p − onehot,\n/ 5"]
+    fig, ax = new_figure(6.8, 3.0)
+    xs = np.arange(len(nodes)) * 1.0
+    for x, (name, shape), grad in zip(xs, nodes, grads):
+        ax.text(x, 0.55, f"{name}\n{shape}", ha="center", va="center", fontsize=9,
+                bbox=dict(boxstyle="round,pad=0.3", facecolor="white", edgecolor=BLUE, linewidth=1.2))
+        ax.text(x, -0.55, grad, ha="center", va="center", fontsize=9, color="black",
+                bbox=dict(boxstyle="round,pad=0.3", facecolor="white", edgecolor=ORANGE, linewidth=1.2))
+    for k, (step, rule) in enumerate(zip(forward_steps, backward_rules)):
+        left, right = xs[k] + 0.36, xs[k + 1] - 0.36
+        ax.annotate("", xy=(right, 0.55), xytext=(left, 0.55),
+                    arrowprops=dict(arrowstyle="-|>", color=BLUE, linewidth=1.5))
+        ax.text((left + right) / 2, 1.0, step, ha="center", va="bottom", fontsize=8, color=BLUE)
+        ax.annotate("", xy=(left, -0.55), xytext=(right, -0.55),
+                    arrowprops=dict(arrowstyle="-|>", color=ORANGE, linewidth=1.5))
+        ax.text((left + right) / 2, -1.0, rule, ha="center", va="top", fontsize=8, color=ORANGE)
+    ax.text(xs[0] - 0.55, 0.55, "forward", rotation=90, ha="center", va="center", fontsize=9, color=BLUE)
+    ax.text(xs[0] - 0.55, -0.55, "backward", rotation=90, ha="center", va="center", fontsize=9, color=ORANGE)
+    ax.set_xlim(xs[0] - 0.7, xs[-1] + 0.5)
+    ax.set_ylim(-1.75, 1.75)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_axis_off()
+    ax.set_title("The forward pass left to right; its gradients right to left", fontsize=10)
+    static(fig)

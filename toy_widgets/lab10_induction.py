@@ -7,6 +7,7 @@ import itertools
 
 import ipywidgets as widgets
 import numpy as np
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
 import toy_induction as ti
@@ -227,6 +228,10 @@ def head_explorer(run_or_params, rows, where, n_head=1):
     fig, ax = live_figure("head-explorer", 5.6, 3.69)
     image = _attention_map(ax, weights[-1][-1][0], ids[0], where[0])
     fig.colorbar(image, ax=ax, label="attention weight", shrink=0.9)
+    key = [Line2D([], [], linestyle="none", marker="s", color=colour, label=label)
+           for colour, label in [(BLUE, "first copy's ids"), (ORANGE, "second copy's ids"), ("black", "filler")]]
+    key.append(Patch(fill=False, edgecolor=VERMILION, linewidth=1.5, label="where an induction head looks"))
+    ax.legend(handles=key, loc="upper right", fontsize=8, frameon=False)          # in the blank future
     ax.set_title(" ")
     freeze_layout(fig)
     live_artists(fig, [image, ax.title])
@@ -279,14 +284,24 @@ def _rows_named(rows):
     return f"{len(rows)} row{'s' if len(rows) != 1 else ''}"
 
 
-def head_switches(params, rows, where, n_head=1):
-    """w-head-switches: a checkbox per head, all on at first; switching one off (ti.ablate)
-    redraws the bars, the loss at each position of the first row (the second copy's in
-    orange), and the line under them, the second copy's mean loss over all the rows."""
+def head_switches(params, rows, where, n_head=1, off=()):
+    """w-head-switches: a checkbox per head, all on at first but for the heads in `off`
+    ((block, head) pairs counted from 0, as ti.ablate takes them: the state the stored
+    picture shows); switching one off (ti.ablate) redraws the bars, the loss at each
+    position of the first row (the second copy's in orange), and the line under them, the
+    second copy's mean loss over all the rows."""
     params, n_head = _model_of(params, n_head, "head_switches")
     rows, where = _task(rows, where, params, "head_switches")
     heads = _heads(params, n_head)
-    boxes = [widgets.Checkbox(value=True, description=_name(L, h, n_head), indent=False)
+    try:
+        start_off = {(int(L), int(h)) for L, h in off}
+    except (TypeError, ValueError):
+        start_off = None
+    if start_off is None or not start_off <= set(heads) or isinstance(off, (str, bytes, dict)):
+        raise ValueError(f"head_switches: off lists the heads to start switched off, as (block, head) "
+                         f"pairs counted from 0, such as [(0, 0)]; this model's heads are {heads}, "
+                         f"not {shown_value(off)}.")
+    boxes = [widgets.Checkbox(value=(L, h) not in start_off, description=_name(L, h, n_head), indent=False)
              for L, h in heads]
     predictable = ti.second_copy(where)[0]
     ids = rows[0, :-1]
@@ -338,9 +353,10 @@ def _run_of(run):
     return run
 
 
-def training_replay(run, rows, where):
-    """w-training-replay: a slider over the steps at which the run kept its weights; the
-    heat maps show every head's attention on the first of the rows at that step, the
+def training_replay(run, rows, where, step=None):
+    """w-training-replay: a slider over the steps at which the run kept its weights, at
+    `step` first (one of those steps; None: the last, the state the stored picture shows);
+    the heat maps show every head's attention on the first of the rows at that step, the
     curves both copies' losses with a marker at that step, and the line under them the
     losses and each head's two scores there: a teacher replays the phase change."""
     run = _run_of(run)
@@ -349,7 +365,14 @@ def training_replay(run, rows, where):
     ids = ti.as_batch(rows)[0]
     heads = _heads(params, n_head)
     steps = [int(s) for s in run["steps"]]
-    slider = widgets.SelectionSlider(options=steps, value=steps[-1], description="step",
+    if step is None:
+        step = steps[-1]
+    if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or int(step) not in steps:
+        raise ValueError(f"training_replay: step is one of the steps the run kept its weights at, "
+                         f"from {steps[0]} to {steps[-1]} every {steps[1] - steps[0] if len(steps) > 1 else 1}, "
+                         f"or None for the last, not {shown_value(step)}.")
+    step = int(step)
+    slider = widgets.SelectionSlider(options=steps, value=step, description="step",
                                      layout=widgets.Layout(width="30em"))
     fig, _ = live_figure("training-replay", 6.77, 3.0)
     fig.clear()
@@ -370,7 +393,7 @@ def training_replay(run, rows, where):
     freeze_layout(fig)
     live_artists(fig, [*images, marker, dots])
     info, area = widgets.HTML(), message_area()
-    state = WidgetState(step=steps[-1], scores=None)
+    state = WidgetState(step=step, scores=None)
 
     @functools.cache
     def at(k):
@@ -396,7 +419,7 @@ def training_replay(run, rows, where):
                 f"induction {fmt(scores['induction'][L][h], 2)}" for L, h in heads))
 
     on_change(slider, area, state, update)
-    update(steps[-1])
+    update(step)
     root = panel("training-replay", slider, fig.canvas, info, area)
     root.state, root.images, root.marker, root.dots, root.slider = state, images, marker, dots, slider
     return root
@@ -574,31 +597,32 @@ code_exercise(
     return float(weights[..., i, i - 1].mean())  # every row's weight on the position before''')
 
 
-_WHY_RIGHT = ("A position's query and keys come from its own id and place alone: to find the "
-              "id after the earlier copy, that position must hold \"the id before me\", which "
-              "only an earlier block can write there.")
+_WHY_RIGHT = ("Yes: the key at the position after the earlier copy could then say which id came "
+              "before it, what block 1's head writes in the two-block model, so one head could "
+              "match its query against it.")
 _WHY = [
-    "One head can look at only one position, and the copy needs two.",
-    "The causal mask hides the first copy from the positions of the second.",
+    "No: one attention-only block can never copy, whatever each position holds.",
+    "No: the causal mask hides the first copy from the positions of the second.",
     _WHY_RIGHT,
-    "Attention can only average vectors, never copy an id: that takes an MLP.",
+    "Only with an MLP after its attention: attention can average vectors, not copy an id.",
 ]
 
 choice_exercise(
-    "10.4", "Why can one attention-only block not learn the copy, when two can?",
+    "10.4", "Suppose each position's input held, besides its own id and place, the id just before "
+            "it (one more embedding table, looked up by the previous id). Could a model of one "
+            "attention-only block then learn the copy?",
     options=_WHY, answer=_WHY_RIGHT,
-    hints={_WHY[0]: "A head can spread its weight over any earlier positions, and the copy "
-                    "needs only one: the position after the earlier occurrence. The trouble is "
-                    "finding it.",
+    hints={_WHY[0]: "Section 2's argument is about what the keys hold: in one block, nothing in "
+                    "the key at j + 1 says which id came before it. Here the input says it.",
            _WHY[1]: "The mask hides only later positions; the first copy comes earlier, so "
                     "every position of the second copy can see all of it.",
            _WHY[3]: "A head that puts all its weight on one position copies that position's "
                     "vector, id and all; the lab's two-block model has no MLP and copies."},
     solution=(
-        "In one block, every position's key is computed from that position's own id and place: "
-        "nothing in it says which id came before it. The current position (id t) would need "
-        "the key \"the id before me was t\", and no position carries that yet, so the head can "
-        "only match ids or places, and places do not work when the block's length and start "
-        "vary. With two blocks, block 1's previous-token head writes into each position the id "
-        "before it; block 2's head then matches its query (my id is t) against those keys, "
-        "finds the position right after the earlier t, and copies its id: an induction head."))
+        "Yes. Section 2's obstacle was the key at j + 1, the position after the earlier copy of "
+        "the current id t: in one block it is computed from its own id and place, and nothing in "
+        "it says \"the id before me was t\". Here the input already holds the previous id at "
+        "every position, which is exactly what block 1's previous-token head writes there in "
+        "the two-block model. So one head can ask, from the current position, \"who was "
+        "preceded by t?\", find j + 1, and copy its id: the earlier block's work has been done "
+        "by the embedding."))

@@ -301,3 +301,57 @@ def block_branches(text="the cat climbed the"):
                  chart.fig.canvas, top, area)
     root.chart, root.state = chart, state                     # for tests
     return root
+
+
+# --- The block as a stream with two side roads ---------------------------------------
+
+def block_picture(text="the cat climbed the"):
+    """The block's two lines drawn as a stream with two side roads: x runs along the stream
+    to y; each branch leaves it, normalises (LN), computes (attention, the MLP) and is added
+    back at a ⊕. Every array is labelled with its shape, read from tm.run(text)."""
+    import matplotlib.patches as patches
+    from .draw import BLUE, ORANGE, new_figure, static
+    text = builder_text(text, "block_picture")
+    r = run(text)
+
+    def shape(a):
+        return " × ".join(str(n) for n in np.shape(a))
+
+    fig, ax = new_figure(6.8, 2.9)
+    stream_y, road_y = 0.0, 1.5
+    xs = {"x": 0.0, "plus1": 3.3, "h": 4.2, "plus2": 7.5, "y": 8.4}
+    # the stream
+    ax.annotate("", xy=(xs["y"] - 0.42, stream_y), xytext=(xs["x"] + 0.42, stream_y),
+                arrowprops=dict(arrowstyle="-|>", color=BLUE, linewidth=3), zorder=1)
+    for name, key in [("x", "x"), ("h", "h"), ("y", "y")]:
+        ax.text(xs[key], stream_y, f"{name}\n{shape(r[key])}", ha="center", va="center", fontsize=10, zorder=5,
+                bbox=dict(boxstyle="round,pad=0.35", facecolor="white", edgecolor=BLUE, linewidth=1.5))
+    for key in ("plus1", "plus2"):
+        ax.add_patch(patches.Circle((xs[key], stream_y), 0.22, facecolor="white", edgecolor=BLUE,
+                                    linewidth=1.5, zorder=3))
+        ax.text(xs[key], stream_y, "+", ha="center", va="center", fontsize=13, color=BLUE, zorder=4)
+    # the side roads: leave the stream, LN, compute, come back at the +
+    roads = [(xs["x"] + 0.6, xs["plus1"], "LN₁", "attention", shape(r["attn"]), "tokens look at\nearlier tokens"),
+             (xs["h"] + 0.6, xs["plus2"], "LN₂", "MLP", shape(r["mlp"]), "each row\non its own")]
+    for start, plus, ln, what, out_shape, note in roads:
+        left, right = start + 0.15, plus
+        ax.plot([left, left], [stream_y + 0.08, road_y], color=ORANGE, linewidth=2)
+        ax.annotate("", xy=(right, stream_y + 0.24), xytext=(right, road_y),
+                    arrowprops=dict(arrowstyle="-|>", color=ORANGE, linewidth=2))
+        ln_x, f_x = left + 0.75, left + 2.0
+        ax.plot([left, right], [road_y, road_y], color=ORANGE, linewidth=2, zorder=1)
+        for at, label in [(ln_x, ln), (f_x, what)]:
+            ax.text(at, road_y, label, ha="center", va="center", fontsize=10, zorder=5,
+                    bbox=dict(boxstyle="round,pad=0.3", facecolor="white", edgecolor=ORANGE, linewidth=1.5))
+        ax.text(f_x, road_y + 0.42, note, ha="center", va="bottom", fontsize=8, color="#555555")
+        ax.text(right + 0.1, (stream_y + road_y) / 2 + 0.1, f"adds\n{out_shape}", ha="left", va="center",
+                fontsize=8, color=ORANGE)
+    ax.text((xs["x"] + xs["y"]) / 2, stream_y - 0.55, "the stream: each row of x goes on unchanged, and each branch's result is added to it",
+            ha="center", va="top", fontsize=8, color=BLUE)
+    ax.set_xlim(-0.6, 9.0)
+    ax.set_ylim(-1.0, 2.55)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_axis_off()
+    ax.set_title("h = x + attn(LN₁(x)),   y = h + mlp(LN₂(h))", fontsize=10)
+    static(fig)

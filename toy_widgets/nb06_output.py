@@ -4,6 +4,7 @@ import ipywidgets as widgets
 import numpy as np
 from matplotlib.patches import Patch
 
+from toy_checks import shown_value
 from toy_model import (PARAMS, VOCAB, cross_entropy, encode, entropy, run, softmax, switch_off, tie,
                        token_name)
 
@@ -398,9 +399,12 @@ def _shift_p_title(p, p0):
             f"largest change of any p: {fmt(np.abs(p - p0).max())}")
 
 
-def logit_shift(text="the cat climbed the"):
-    """Add the same constant c to every logit: the logits move, p does not."""
+def logit_shift(text="the cat climbed the", c=0.0):
+    """Add the same constant c to every logit: the logits move, p does not. c: the shift the
+    widget starts at (the state its stored picture shows), any number from -1000 to 1000."""
     text = builder_text(text, "logit_shift")   # one sentence for a wrong text
+    if isinstance(c, bool) or not isinstance(c, (int, float, np.integer, np.floating)) or not -1000 <= c <= 1000:
+        raise ValueError(f"logit_shift: c is the shift to start at, a number from -1000 to 1000, not {shown_value(c)}.")
     z0 = _last_logits(text)
     p0 = softmax(z0)
     top = int(np.argmax(z0))
@@ -438,7 +442,7 @@ def logit_shift(text="the cat climbed the"):
 
     on_change(slider, area, state, on_slider)
     on_enter(typed, area, state, on_typed)
-    apply(0.0)
+    apply(float(c))
     root = panel("logit-shift", widgets.HBox([slider, typed]), fig.canvas, line, area)
     root.charts, root.state = {"z": z_chart, "p": p_chart}, state     # for tests
     return root
