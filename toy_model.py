@@ -37,12 +37,15 @@ import re
 import numpy as np
 
 from toy_checks import (ReadOnlyDict, ReadOnlyList, as_count, as_flag, as_floats, as_ids, as_logits,
-                        as_numbers, check_attention, check_block, check_cache, check_cache_batch,
+                        check_attention, check_block, check_cache, check_cache_batch,
                         check_causal_mask, check_distribution, check_embed, check_finite, check_gelu,
                         check_ids, check_layer_norm, check_linear, check_log_softmax, check_mlp,
                         check_multi_head, check_params, check_sampling, check_seed, check_softmax,
-                        check_targets, check_unembed, checked, checked_inside, frozen, is_number,
-                        mismatch_sentence, short_text, shown_value, weight_at)
+                        check_targets, check_unembed, checked, frozen, is_number, short_text,
+                        shown_value)
+# The weights' tree helpers live in toy_tree.py; a notebook reaches them here, as tm.tree_map.
+from toy_tree import (freeze, get_weight, replace_weight, tree_from, tree_map,  # noqa: F401
+                      walk, weight_name, weight_names)
 
 # --- 1. Tokens ---------------------------------------------------------------
 
@@ -177,116 +180,6 @@ def _ln_params(d):
     return {"g": np.ones(d), "b": np.zeros(d)}
 
 
-# The weights are a tree: dicts and lists with arrays at the leaves. One walker goes
-# over it; freezing, copying, naming, replacing and the optimisers all use it.
-
-def walk(fn, *trees, path=(), kinds=(dict, list)):
-    """A new tree of the same layout, each leaf fn(path, *leaves): path is the leaf's keys
-    from the root, such as ("blocks", 0, "ln_1", "g"). Every dict and list is new, of the
-    types `kinds` (read-only ones for the model's own weights)."""
-    if not path and (not callable(fn) or not trees):
-        raise ValueError(f"walk and tree_map take a function to apply to each weight (such as "
-                         f"np.copy), then the tree(s) of weights, not {shown_value(fn)}.")
-    first = trees[0]
-    if isinstance(first, dict):
-        for other in trees[1:]:
-            if not isinstance(other, dict) or other.keys() != first.keys():
-                raise ValueError(mismatch_sentence(path, first, other))
-        return kinds[0]({key: walk(fn, *(t[key] for t in trees), path=path + (key,), kinds=kinds)
-                         for key in first})
-    if isinstance(first, list):
-        for other in trees[1:]:
-            if not isinstance(other, list) or len(other) != len(first):
-                raise ValueError(mismatch_sentence(path, first, other))
-        return kinds[1](walk(fn, *leaves, path=path + (i,), kinds=kinds)
-                        for i, leaves in enumerate(zip(*trees)))
-    return fn(path, *trees)
-
-
-def tree_map(fn, *trees):
-    """fn applied leaf by leaf to trees of the same layout: tree_map(np.copy, params)."""
-    if not callable(fn):
-        walk(fn)                                    # walk's sentence: a function is needed
-    return walk(lambda _path, *leaves: fn(*leaves), *trees)
-
-
-def weight_name(path):
-    if not isinstance(path, (tuple, list)) or not all(isinstance(k, (str, int)) for k in path):
-        raise ValueError(f"weight_name takes a weight's path, such as ('blocks', 0, 'ln_1', 'g'), "
-                         f"not {shown_value(path)}.")
-    return ".".join(map(str, path))
-
-
-def weight_names(tree):
-    """Every weight's name as a dotted path: "wte", "blocks.0.attn.c_attn.w", ..."""
-    names = []
-    _check_tree(tree, "weight_names")
-    walk(lambda path, _leaf: names.append(weight_name(path)), tree)
-    return names
-
-
-def get_weight(tree, name):
-    """The array at a dotted path, such as "blocks.0.mlp.c_fc.w"."""
-    _check_tree(tree, "get_weight")
-    if not isinstance(name, str):
-        raise ValueError(f"get_weight takes a weight's name, such as 'blocks.0.mlp.c_fc.w', "
-                         f"not {shown_value(name)}.")
-    leaf = weight_at(tree, name)
-    if leaf is None or isinstance(leaf, (dict, list)):      # no such path, or not a leaf
-        raise ValueError(f"No weight is named {name!r}; the names are: "
-                         f"{', '.join(weight_names(tree))}.")
-    return leaf
-
-
-def tree_from(named):
-    """The tree of weights from {dotted name: array} ("wte", "blocks.0.ln_1.g", ...):
-    a dict at each name, a list where the keys are the blocks' numbers 0, 1, ..."""
-    tree = {}
-    for name, leaf in named.items():
-        *where, last = name.split(".")
-        node = tree
-        for key in where:
-            node = node.setdefault(key, {})
-        node[last] = leaf
-
-    def lists(node):
-        if not isinstance(node, dict):
-            return node
-        node = {key: lists(value) for key, value in node.items()}
-        return [node[str(i)] for i in range(len(node))] if set(node) == set(map(str, range(len(node)))) \
-            else node
-    return lists(tree)
-
-
-def replace_weight(tree, name, value):
-    """A new tree with the array at `name` replaced; the old tree is left as it was."""
-    old = np.shape(get_weight(tree, name))
-    value = as_numbers(value, "replace_weight").astype(float)
-    if value.shape != old:
-        raise ValueError(f"The weight {name!r} has shape {old}; its replacement has {value.shape}.")
-    return walk(lambda path, leaf: value if weight_name(path) == name else leaf, tree)
-
-
-def freeze(tree):
-    """The same nested weights, read-only at every level: each dict and list refuses changes,
-    each array a copy over memory that numpy will not write into (see toy_checks.frozen)."""
-    _check_tree(tree, "freeze")
-    return walk(lambda _path, leaf: frozen(leaf), tree, kinds=(ReadOnlyDict, ReadOnlyList))
-
-
-def copy_params(params=None):
-    """A writable copy of the weights (of PARAMS by default), to change and run."""
-    params = PARAMS if params is None else params
-    check_params(params, 1)
-    return tree_map(np.array, params)
-
-
-def _check_tree(tree, who):
-    if not isinstance(tree, (dict, list)):
-        raise ValueError(f"{who} takes a tree of weights (a dict such as tm.PARAMS), "
-                         f"not {shown_value(tree)}.")
-
-
 PARAMS = freeze({
     "wte": _wte,                                   # [V, d]     token embeddings
     "wpe": _wpe,                                   # [n_ctx, d] position embeddings
@@ -303,9 +196,10 @@ PARAMS = freeze({
 })
 
 
-# --- 3. The pieces of the forward pass ------------------------------------------
-# Each piece holds its maths. Its check, for a learner who calls it directly with anything,
-# is declared above it (@checked, see toy_checks) and skipped when forward calls it.
+# --- 3. The functions of the forward pass ---------------------------------------
+# Each function holds its maths. Its check, for a learner who calls it directly with
+# anything, is declared above it (@checked, see toy_checks); when this module's own code
+# calls it (forward, block, ...), the check is not run again.
 
 @checked(check_layer_norm)
 def layer_norm(x, g, b, eps=1e-5):
@@ -419,7 +313,15 @@ def unembed(f, params):
     return f @ w_u                                  # [n, d] -> [n, V]
 
 
-# The widgets' switches are edits of the weights, each a new tree beside the old one.
+# Copies and edits of the weights: the widgets' switches are edits, each a new tree
+# beside the old one.
+
+def copy_params(params=None):
+    """A writable copy of the weights (of PARAMS by default), to change and run."""
+    params = PARAMS if params is None else params
+    check_params(params, 1)
+    return tree_map(np.array, params)
+
 
 def tie(params):
     """The same weights with the output layer tied to the token embeddings: without w_u,
@@ -462,15 +364,14 @@ def forward(ids, params=PARAMS, n_head=N_HEAD, mask=True, trace=None, cache=None
         check_cache_batch(cache, ids)
     if cache is not None and not cache:
         cache.extend({} for _ in params["blocks"])
-    with checked_inside():                          # all checked: the pieces run bare
-        x = embed(np.asarray(ids), params["wte"], params["wpe"], start)    # [n, d]
-        y, traces = x, [{} for _ in params["blocks"]]    # what each block computed
-        for i, blk in enumerate(params["blocks"]):
-            y = block(y, blk, n_head=n_head, mask=mask,
-                      trace=None if trace is None else traces[i],
-                      cache=None if cache is None else cache[i])
-        f = layer_norm(y, **params["ln_f"])        # [n, d]
-        logits = unembed(f, params)                 # [n, V]
+    x = embed(np.asarray(ids), params["wte"], params["wpe"], start)    # [n, d]
+    y, traces = x, [{} for _ in params["blocks"]]    # what each block computed
+    for i, blk in enumerate(params["blocks"]):
+        y = block(y, blk, n_head=n_head, mask=mask,
+                  trace=None if trace is None else traces[i],
+                  cache=None if cache is None else cache[i])
+    f = layer_norm(y, **params["ln_f"])            # [n, d]
+    logits = unembed(f, params)                     # [n, V]
     check_finite(logits, params, "forward")         # else: the weight that holds NaN, named
     if trace is not None:                           # a trace used before is written anew
         trace.clear()
@@ -515,6 +416,7 @@ def cross_entropy(logits, targets):
     if logits.ndim < 2:
         raise ValueError("cross_entropy takes one row of logits per position (n x V), not an array "
                          f"of shape {logits.shape}; for one position use logits[None].")
+    logits = as_logits(logits, "cross_entropy")
     targets = check_targets(targets, logits.shape[:-1], logits.shape[-1])
     graded = targets >= 0
     log_p = log_softmax(logits)                     # [..., n, V]

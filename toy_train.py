@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from toy_checks import (as_count, as_ids, as_numbers, as_path, check_ids, check_params,
-                        check_seed, check_targets, checked, checked_inside, is_number, layout_shapes, short_text,
+                        check_seed, check_targets, checked, is_number, layout_shapes, short_text,
                         shown_value)
 from toy_model import (EOT, N_CTX, N_HEAD, PARAMS, VOCAB, attention, block, cross_entropy, decode,
                        encode, forward, get_weight, mlp, multi_head, replace_weight, softmax,
@@ -217,9 +217,8 @@ def loss_and_grads(ids, targets, params=PARAMS, n_head=N_HEAD):
     trace = {}
     logits = forward(ids, params, n_head, trace=trace)   # [..., n, V]
     loss = cross_entropy(logits, targets)                    # checks the targets too
-    with checked_inside():                                  # all checked: the twins run bare
-        dlogits = softmax_cross_entropy_backward(logits, np.asarray(targets))
-        return loss, backward(dlogits, np.asarray(ids), params, n_head, trace)
+    dlogits = softmax_cross_entropy_backward(logits, np.asarray(targets))
+    return loss, backward(dlogits, np.asarray(ids), params, n_head, trace)
 
 
 def check_batch(ids, targets):
@@ -538,15 +537,13 @@ def train_batches(batches, params, steps=200, lr=0.05, optimizer="adam", n_head=
         record.update({"grad_norm": norms} | ({"heldout": held_history} if held is not None else {}))
     for step in range(steps + 1):
         ids, targets = _step_batch(batches(step), params, f"batches({step})")
-        # The first step goes through every check; after it the weights are the code's own,
-        # so the blocks run bare (each batch is checked just above). Weights that overflow
-        # then give a loss or a gradient that is not finite, which _check_diverged reports.
-        with np.errstate(over="ignore", invalid="ignore"), checked_inside(step > 0):
+        # Weights that overflow give a loss or a gradient that is not finite, which
+        # _check_diverged reports.
+        with np.errstate(over="ignore", invalid="ignore"):
             loss, grads = loss_and_grads(ids, targets, params, n_head)
             if held is not None:
                 held_history.append(cross_entropy(forward(held[0], params, n_head), held[1]))
-            with checked_inside():                          # the gradients are the code's own
-                norm = grad_norm(grads)
+            norm = grad_norm(grads)
         history.append(loss)
         _check_diverged(history, norm, lr, len(params["wte"]))
         if held is not None and held_history[-1] < best[0]:
@@ -560,14 +557,13 @@ def train_batches(batches, params, steps=200, lr=0.05, optimizer="adam", n_head=
                 record["best_step"], record["best_params"] = best[1], best[2]
             return (best[2] if early_stopping else params), history
         norms.append(norm)
-        with checked_inside():                              # the gradients are the code's own
-            if clip is not None:
-                grads, _ = clip_gradients(grads, clip)
-            rate = learning_rate(step, lr, steps, warmup, decay)
-            if optimizer == "adam":
-                params, state = adam_step(params, grads, state, rate)
-            else:
-                params = sgd_step(params, grads, rate)
+        if clip is not None:
+            grads, _ = clip_gradients(grads, clip)
+        rate = learning_rate(step, lr, steps, warmup, decay)
+        if optimizer == "adam":
+            params, state = adam_step(params, grads, state, rate)
+        else:
+            params = sgd_step(params, grads, rate)
 
 
 def _step_batch(batch, params, what):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from toy_checks import as_count, as_path, check_params, check_seed, checked_inside, shown_value
+from toy_checks import as_count, as_path, check_params, check_seed, shown_value
 from toy_model import cross_entropy, forward, generate as generate_tokens, tree_map
 from toy_train import adam_step, init_params, learning_rate, loss_and_grads, read_sweep
 
@@ -213,8 +213,7 @@ def adam_run(batches, params, steps, lr, warmup, n_head, callback, record):
     state, history = None, []
     for step in range(steps + 1):
         ids, targets = batches(step)
-        with checked_inside(step > 0):                   # the first step goes through every check
-            loss, grads = loss_and_grads(ids, targets, params, n_head)
+        loss, grads = loss_and_grads(ids, targets, params, n_head)
         if not np.isfinite(loss):
             raise ValueError(f"Training diverged at step {step}: the loss is {loss}.")
         history.append(loss)
@@ -223,8 +222,7 @@ def adam_run(batches, params, steps, lr, warmup, n_head, callback, record):
         if step == steps:
             return params, history
         rate = float(learning_rate(step, lr, steps, warmup, decay=True))
-        with checked_inside():
-            params, state = adam_step(params, grads, state, rate)
+        params, state = adam_step(params, grads, state, rate)
 
 
 # --- Generation: the course's one loop, with the context cropped ---------------------------
