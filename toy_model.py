@@ -1,7 +1,7 @@
 """A tiny GPT-2 you can check by hand: 12 tokens, d = 4, one block, two heads.
 
 The code is GPT-2's forward pass, step for step, in small numpy functions; the
-weights are small enough to print. The seven notebooks follow it in order:
+weights are small enough to print. Notebooks 1 to 7 follow it in order:
 
     1 Tokens       encode, decode            text -> ids
     2 Embeddings   embed                     ids -> x          [n, 4]
@@ -25,12 +25,14 @@ the MLP makes the final adjustments. Every weight is an integer or a half except
 the 20 numbers of the MLP's last layer, which were fitted by tools/fit_toy.py so
 that the forward pass reproduces every figure of the course's Output page.
 
-The labs have modules of their own: toy_train.py (lab 08, the gradients by hand) and
-toy_gpt2.py (lab 09, GPT-2's tokenizer and checkpoints). The plots, widgets and
-exercises live in the package toy_widgets/. A notebook imports each where it lives:
-`import toy_model as tm`, `import toy_widgets as tw` (tw.logit_playground()), and a lab
-its own module (`import toy_train as tt`, `import toy_gpt2 as tg`). This module needs
-numpy alone.
+The weights' tree helpers (tree_map, get_weight, freeze, ...) live in toy_tree.py and are
+reached from here (tm.tree_map). The labs have modules of their own: toy_train.py (lab 08,
+the gradients by hand), toy_gpt2.py (lab 09, GPT-2's tokenizer and checkpoints),
+toy_induction.py (lab 10) and toy_writes.py (lab 11). The plots, widgets and exercises live
+in the package toy_widgets/. A notebook imports each where it lives: `import toy_model as
+tm`, `import toy_widgets as tw` (tw.logit_playground()), and a lab its own module (`import
+toy_train as tt`, `import toy_gpt2 as tg`, `import toy_induction as ti`, `import toy_writes
+as tx`). This module needs numpy alone.
 """
 import re
 
@@ -57,22 +59,16 @@ N_CTX = 8        # the longest context the model accepts (rows of wpe)
 N_HEAD = 2
 
 
-def show(token):
-    """A token as the course prints it: the leading space made visible (" the" -> "␣the").
-    Takes the token's text or its id."""
-    if isinstance(token, (int, np.integer)) and not isinstance(token, bool):
-        token = VOCAB[as_ids([token], "show")[0]]
-    if not isinstance(token, str):
-        raise ValueError(f"show takes a token's text or its id (0 to {len(VOCAB) - 1}), "
-                         f"not {type(token).__name__}.")
-    return token.replace(" ", "␣")
-
-
 def token_name(token):
-    """A token as the course names it in a sentence, a title or a label: show's form (␣the),
-    and the "." token in quotes, '.', so that it does not read as the sentence's own full
-    stop. Takes the token's text, its shown form or its id."""
-    name = show(token)
+    """A token as the course names it: the leading space made visible (" the" -> "␣the"),
+    and the "." token in quotes, '.', so that it does not read as a sentence's full stop.
+    Takes the token's text, its named form or its id."""
+    if isinstance(token, (int, np.integer)) and not isinstance(token, bool):
+        token = VOCAB[as_ids([token], "token_name")[0]]
+    if not isinstance(token, str):
+        raise ValueError(f"token_name takes a token's text or its id (0 to {len(VOCAB) - 1}), "
+                         f"not {type(token).__name__}.")
+    name = token.replace(" ", "␣")
     return "'.'" if name == "." else name
 
 
@@ -180,6 +176,7 @@ def _ln_params(d):
     return {"g": np.ones(d), "b": np.zeros(d)}
 
 
+# The toy's weights as one tree, named as GPT-2 names them, read-only (freeze: toy_tree.py).
 PARAMS = freeze({
     "wte": _wte,                                   # [V, d]     token embeddings
     "wpe": _wpe,                                   # [n_ctx, d] position embeddings
@@ -289,7 +286,7 @@ def mlp(x, c_fc, c_proj, trace=None):
     return out
 
 
-# Each piece takes its weights by their GPT-2 names (layer_norm(x, g, b), linear(x, w, b),
+# Each function takes its weights by their GPT-2 names (layer_norm(x, g, b), linear(x, w, b),
 # mlp(x, c_fc, c_proj)); a block takes its whole dict, blk = params["blocks"][i].
 
 @checked(check_block)
@@ -311,6 +308,55 @@ def unembed(f, params):
     output layer is the token embeddings' table turned on its side, W_U = wte^T."""
     w_u = params["w_u"] if "w_u" in params else params["wte"].T
     return f @ w_u                                  # [n, d] -> [n, V]
+
+
+def forward(ids, params=PARAMS, n_head=N_HEAD, mask=True, trace=None, cache=None):
+    """ids -> logits [n, V]. Pass a dict as trace to get every intermediate by name.
+
+    ids: one text [n], or a batch of texts of one length [B, n] (for training). cache: a
+    list (empty at first) that keeps every block's keys and values; with it, ids are the
+    tokens that follow those already run, and only their rows are computed (a KV cache)."""
+    n_head = check_params(params, n_head)
+    as_flag(mask, "mask")
+    if not isinstance(trace, (dict, type(None))):
+        raise ValueError(f"forward's trace must be a dict (or None), not {shown_value(trace)}.")
+    start = check_cache(cache, params)              # positions already in the cache
+    ids = check_ids(ids, len(params["wpe"]) - start, len(params["wte"]))
+    if cache:
+        check_cache_batch(cache, ids)
+    if cache is not None and not cache:
+        cache.extend({} for _ in params["blocks"])
+    x = embed(np.asarray(ids), params["wte"], params["wpe"], start)    # [n, d]
+    y, traces = x, [{} for _ in params["blocks"]]    # what each block computed
+    for i, blk in enumerate(params["blocks"]):
+        y = block(y, blk, n_head=n_head, mask=mask,
+                  trace=None if trace is None else traces[i],
+                  cache=None if cache is None else cache[i])
+    f = layer_norm(y, **params["ln_f"])            # [n, d]
+    logits = unembed(f, params)                     # [n, V]
+    check_finite(logits, params, "forward")         # else: the weight that holds NaN, named
+    if trace is not None:                           # a trace used before is written anew
+        trace.clear()
+        trace.update(traces[-1] if len(traces) == 1 else {}, blocks=traces,
+                     ids=ids, x=x, y=y, f=f, logits=logits)
+    return logits
+
+
+def intermediates(text="the cat climbed the", **options):
+    """Everything the notebooks show, by name: x, q/k/v and weights per head, h, y, f, logits, p.
+
+    text: a string or token ids. options: params, n_head, mask (as forward)."""
+    ids = encode(text) if isinstance(text, str) else as_ids(text, "intermediates")
+    unknown = set(options) - {"params", "n_head", "mask"}
+    if unknown:
+        raise ValueError(f"intermediates takes the options params, n_head and mask, not "
+                         f"{', '.join(sorted(unknown))}: a switch is an edit of the weights, such "
+                         "as params=tm.switch_off(tm.PARAMS, 'attn') or params=tm.tie(tm.PARAMS).")
+    trace = {}
+    forward(ids, trace=trace, **options)
+    trace["tokens"] = [token_name(i) for i in trace["ids"]]
+    trace["p"] = softmax(trace["logits"])
+    return trace
 
 
 # Copies and edits of the weights: the widgets' switches are edits, each a new tree
@@ -346,55 +392,6 @@ def switch_off(params, branch):
             return frozen(np.zeros_like(leaf)) if read_only else np.zeros_like(leaf)
         return leaf
     return walk(edit, params, kinds=(ReadOnlyDict, ReadOnlyList) if read_only else (dict, list))
-
-
-def forward(ids, params=PARAMS, n_head=N_HEAD, mask=True, trace=None, cache=None):
-    """ids -> logits [n, V]. Pass a dict as trace to get every intermediate by name.
-
-    ids: one text [n], or a batch of texts of one length [B, n] (for training). cache: a
-    list (empty at first) that keeps every block's keys and values; with it, ids are the
-    tokens that follow those already run, and only their rows are computed (a KV cache)."""
-    n_head = check_params(params, n_head)
-    as_flag(mask, "mask")
-    if not isinstance(trace, (dict, type(None))):
-        raise ValueError(f"forward's trace must be a dict (or None), not {shown_value(trace)}.")
-    start = check_cache(cache, params)              # positions already in the cache
-    ids = check_ids(ids, len(params["wpe"]) - start, len(params["wte"]))
-    if cache:
-        check_cache_batch(cache, ids)
-    if cache is not None and not cache:
-        cache.extend({} for _ in params["blocks"])
-    x = embed(np.asarray(ids), params["wte"], params["wpe"], start)    # [n, d]
-    y, traces = x, [{} for _ in params["blocks"]]    # what each block computed
-    for i, blk in enumerate(params["blocks"]):
-        y = block(y, blk, n_head=n_head, mask=mask,
-                  trace=None if trace is None else traces[i],
-                  cache=None if cache is None else cache[i])
-    f = layer_norm(y, **params["ln_f"])            # [n, d]
-    logits = unembed(f, params)                     # [n, V]
-    check_finite(logits, params, "forward")         # else: the weight that holds NaN, named
-    if trace is not None:                           # a trace used before is written anew
-        trace.clear()
-        trace.update(traces[-1] if len(traces) == 1 else {}, blocks=traces,
-                     ids=ids, x=x, y=y, f=f, logits=logits)
-    return logits
-
-
-def run(text="the cat climbed the", **options):
-    """Everything the notebooks show, by name: x, q/k/v and weights per head, h, y, f, logits, p.
-
-    text: a string or token ids. options: params, n_head, mask (as forward)."""
-    ids = encode(text) if isinstance(text, str) else as_ids(text, "run")
-    unknown = set(options) - {"params", "n_head", "mask"}
-    if unknown:
-        raise ValueError(f"run takes the options params, n_head and mask, not "
-                         f"{', '.join(sorted(unknown))}: a switch is an edit of the weights, such "
-                         "as params=tm.switch_off(tm.PARAMS, 'attn') or params=tm.tie(tm.PARAMS).")
-    trace = {}
-    forward(ids, trace=trace, **options)
-    trace["tokens"] = [show(i) for i in trace["ids"]]
-    trace["p"] = softmax(trace["logits"])
-    return trace
 
 
 # --- 4. The loss ---------------------------------------------------------------

@@ -97,8 +97,8 @@ def torch_model(params, torch, n_head):
 def lab11_table(repeats, rounds=5):
     """Table 4: one training step on lab 11's shapes, numpy beside PyTorch, taking turns."""
     recipe = tx.RECIPE
-    params = tx.new_model(0)
-    ids = np.random.default_rng(0).integers(0, tx.V, (recipe["batch"], recipe["n_ctx"] + 1))
+    params = tx.new_char_model(0)
+    ids = np.random.default_rng(0).integers(0, tx.N_CHARS, (recipe["batch"], recipe["n_ctx"] + 1))
     x, y = ids[:, :-1], ids[:, 1:]
     try:
         import torch
