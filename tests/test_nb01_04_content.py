@@ -357,7 +357,7 @@ def test_01_roof_with_its_full_stop_is_one_word_and_two_tokens():
     assert re.findall(r" ?[^\s<]+", " roof.") == [" roof."]
     vocab = list(tm.VOCAB)
     assert tm.encode(" roof.") == [vocab.index(" roof"), vocab.index(".")]
-    assert "['␣roof', '.']" in outputs_after("01_tokens", '`" roof."` as one word')
+    assert "␣roof, '.'" in outputs_after("01_tokens", '`" roof."` as one word')
 
 
 def test_01_merge_is_defined_in_the_first_cell_that_uses_it_and_its_ranks_are_gpt2s():
