@@ -39,8 +39,8 @@ def repeat_rows(seed, n_rows, lengths=LENGTHS, filler_first=None, n=COPY_N_CTX, 
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(check_seed(seed))
     n_rows, n = as_count(n_rows, "n_rows", high=100_000), as_count(n, "n", high=1024)
     raise_unless(all(isinstance(l, (int, np.integer)) and 1 <= l and 2 * l <= n + 1 and n + 1 - l <= vocab
-             for l in lengths) and len(lengths) > 0, "repeat_rows",
-         f"each block length l needs 2 l <= n + 1 = {n + 1} and n + 1 - l <= {vocab} distinct tokens")
+                     for l in lengths) and len(lengths) > 0, "repeat_rows",
+                 f"each block length l needs 2 l <= n + 1 = {n + 1} and n + 1 - l <= {vocab} distinct tokens")
     rows, where = np.empty((n_rows, n + 1), dtype=np.int64), []
     for r in range(n_rows):
         l = int(rng.choice(lengths))
@@ -67,8 +67,8 @@ def check_rows(rows, where=None, needs_where=False):
     except ValueError:                              # rows of different lengths
         arr = np.zeros(0)
     raise_unless(arr.ndim == 2 and arr.shape[0] > 0 and arr.shape[1] > 1 and arr.dtype.kind in "iu"
-         and arr.min() >= 0, "check_rows", "rows are ids, an array [B, n + 1] of whole numbers "
-         "from 0, as ti.repeat_rows gives them")
+                 and arr.min() >= 0, "check_rows", "rows are ids, an array [B, n + 1] of whole numbers "
+                 "from 0, as ti.repeat_rows gives them")
     if where is not None or needs_where:
         ok = isinstance(where, (list, tuple)) and len(where) == len(arr) and all(
             isinstance(w, (list, tuple)) and len(w) == 3
@@ -76,7 +76,7 @@ def check_rows(rows, where=None, needs_where=False):
             and 1 <= w[0] and 0 <= w[1] and w[2] == w[1] + w[0] and w[2] + w[0] <= arr.shape[1]
             for w in where)
         raise_unless(ok, "check_rows", "where holds one (l, s1, s2) per row, the block's length and "
-             "where its two copies start, as ti.repeat_rows gives them")
+                     "where its two copies start, as ti.repeat_rows gives them")
     return arr
 
 
@@ -178,7 +178,8 @@ def previous_token_score(weights):
     """How much each position i >= 1 attends to position i - 1, on average (1: all of it)."""
     weights = as_numbers(weights, "previous_token_score", min_dims=2)
     raise_unless(weights.shape[-1] == weights.shape[-2] > 1, "previous_token_score",
-         f"weights are a head's attention, [n, n] or [B, n, n], not an array of shape {weights.shape}")
+                 "weights are a head's attention, [n, n] or [B, n, n], not an array of shape "
+                 f"{weights.shape}")
     return float(np.diagonal(weights, offset=-1, axis1=-2, axis2=-1).mean())
 
 
@@ -206,7 +207,7 @@ def ablate(params, layer, head, n_head):
     n_head = check_params(params, n_head)
     layer, head = as_count(layer, "layer", low=0), as_count(head, "head", low=0)
     raise_unless(layer < len(params["blocks"]) and head < n_head, "ablate",
-         f"layer counts from 0 to {len(params['blocks']) - 1} and head from 0 to {n_head - 1}")
+                 f"layer counts from 0 to {len(params['blocks']) - 1} and head from 0 to {n_head - 1}")
     name = f"blocks.{layer}.attn.c_proj.w"
     w = np.array(get_weight(params, name))
     size = w.shape[0] // n_head
@@ -228,7 +229,8 @@ def attention_by_offset(weights):
     score; the shares add up to 1)."""
     weights = as_numbers(weights, "attention_by_offset", min_dims=2)
     raise_unless(weights.shape[-1] == weights.shape[-2] > 1, "attention_by_offset",
-         f"weights are a head's attention, [n, n] or [B, n, n], not an array of shape {weights.shape}")
+                 "weights are a head's attention, [n, n] or [B, n, n], not an array of shape "
+                 f"{weights.shape}")
     n = weights.shape[-1]
     per_row = weights.reshape(-1, n, n)[:, 1:]                      # positions 1 .. n - 1
     return np.array([np.diagonal(per_row, offset=-k + 1, axis1=1, axis2=2).sum(-1).mean() / (n - 1)
@@ -255,9 +257,9 @@ def composed_forward(params, ids, removed=(), n_head=1, head=0):
     head). With nothing removed, this is toy_model.forward."""
     n_head = check_params(params, n_head)
     raise_unless(len(params["blocks"]) == 2 and "mlp" not in params["blocks"][0]
-         and isinstance(removed, (tuple, list, set, str)) and set(removed) <= set("qkv"),
-         "composed_forward", "params are two attention-only blocks, and removed names some "
-         "of 'q', 'k' and 'v'")
+                 and isinstance(removed, (tuple, list, set, str)) and set(removed) <= set("qkv"),
+                 "composed_forward", "params are two attention-only blocks, and removed names some "
+                 "of 'q', 'k' and 'v'")
     first, second = params["blocks"]
     trace = {}
     forward(ids, params, n_head, trace=trace)                   # block 1, through the course's own
@@ -336,8 +338,8 @@ def position_model(scale=20.0, lengths=LENGTHS, n=COPY_N_CTX, vocab=COPY_VOCAB):
     position alone, copies their ids into a place of their own, and the unembedding bets
     on those ids, `scale` setting how sharply. It never compares ids. Returns its params."""
     raise_unless(_lengths_fit(lengths, n, vocab) and isinstance(n, int) and n <= vocab and is_number(scale)
-         and scale > 0, "position_model", "lengths holds block lengths as repeat_rows takes them, "
-         "n <= vocab (a place per position) and scale is a positive number")
+                 and scale > 0, "position_model", "lengths holds block lengths as repeat_rows takes them, "
+                 "n <= vocab (a place per position) and scale is a positive number")
     near = sorted({int(l) - 1 for l in lengths})                # how far back the next id sits
     d = 3 * vocab
     params = init_params(0, d=d, d_mlp=0, n_layer=1, n_vocab=vocab, n_ctx=n)   # the layout
@@ -379,9 +381,9 @@ def best_first_copy_loss(filler_first=None, lengths=LENGTHS, n=COPY_N_CTX, vocab
     all alike, whatever else the model sees: the best bet is even over them (nothing on
     a repeat), and costs ln(vocab - m). Pooled over the targets, as copy_losses pools them."""
     raise_unless((filler_first is None or isinstance(filler_first, (bool, np.bool_)))
-         and _lengths_fit(lengths, n, vocab), "best_first_copy_loss",
-         "filler_first is True, False or None, and lengths holds block lengths l with "
-         "2 l <= n + 1 and n + 1 - l <= vocab, as repeat_rows takes them")
+                 and _lengths_fit(lengths, n, vocab), "best_first_copy_loss",
+                 "filler_first is True, False or None, and lengths holds block lengths l with "
+                 "2 l <= n + 1 and n + 1 - l <= vocab, as repeat_rows takes them")
     sides = (True, False) if filler_first is None else (bool(filler_first),)
     losses = [np.log(vocab - m) for l in lengths for first in sides
               for s1 in [n + 1 - 2 * l if first else 0]
@@ -397,7 +399,7 @@ def mcnemar_exact(a, b):
     from math import comb
     a, b = (np.asarray(x) for x in (a, b))
     raise_unless(a.shape == b.shape and a.ndim == 1 and a.dtype == bool and b.dtype == bool and len(a) > 0,
-         "mcnemar_exact", "a and b are two lists of True and False of one length, one per seed")
+                 "mcnemar_exact", "a and b are two lists of True and False of one length, one per seed")
     only_a, only_b = int(np.sum(a & ~b)), int(np.sum(~a & b))
     m = only_a + only_b
     p = min(1.0, 2 * sum(comb(m, k) for k in range(min(only_a, only_b) + 1)) / 2 ** m)
@@ -408,7 +410,8 @@ def drop_step(steps, losses, level=0.1):
     """The first measured step at which the loss is below level, or None."""
     steps, losses = as_numbers(steps, "drop_step (steps)", 1), as_numbers(losses, "drop_step (losses)", 1)
     raise_unless(steps.shape == losses.shape and steps.ndim == 1 and isinstance(level, (int, float)),
-         "drop_step", "steps and losses are two lists of one length, as ti.train_copying's run holds them")
+                 "drop_step", "steps and losses are two lists of one length, as ti.train_copying's "
+                 "run holds them")
     return next((int(s) for s, loss in zip(steps, losses) if loss < level), None)
 
 

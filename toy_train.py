@@ -303,8 +303,8 @@ def learning_rate(step, lr, steps, warmup=0, decay=False):
     steps, lr = as_count(steps, "steps"), positive(lr, "The learning rate lr")
     step, warmup = as_count(step, "step", low=0), as_count(warmup, "warmup", low=0)
     raise_unless(step < steps and (warmup < steps or not warmup) and isinstance(decay, bool),
-         "learning_rate", f"step counts from 0 to steps - 1 = {steps - 1}, warmup is shorter "
-         f"than the run, and decay is True or False (got step {step}, warmup {warmup})")
+                 "learning_rate", f"step counts from 0 to steps - 1 = {steps - 1}, warmup is shorter "
+                 f"than the run, and decay is True or False (got step {step}, warmup {warmup})")
     if step < warmup:
         return lr * (step + 1) / warmup
     if not decay:
@@ -515,7 +515,7 @@ def train_batches(batches, params, steps=200, lr=0.05, optimizer="adam", n_head=
     before each step, before clipping), and at the end "best_step" and "best_params" (the
     lowest held-out loss's step and weights)."""
     raise_unless(callable(batches), "train_batches", "batches is a function of the step that gives "
-         "(ids, targets)")
+                 "(ids, targets)")
     if not isinstance(optimizer, str) or optimizer not in ("adam", "sgd"):
         raise ValueError(f"optimizer must be 'adam' or 'sgd', not {shown_value(optimizer)}.")
     steps = as_count(steps, "steps")
@@ -602,8 +602,8 @@ def fisher_exact(hits_a, n_a, hits_b, n_b):
     from math import exp, lgamma
     for k, n in ((hits_a, n_a), (hits_b, n_b)):
         raise_unless(isinstance(k, (int, np.integer)) and isinstance(n, (int, np.integer))
-             and 0 <= k <= n and 0 < n <= 10_000, "fisher_exact", f"hits and runs are whole "
-             f"numbers with 0 <= hits <= runs <= 10,000, not {shown_value(k)} of {shown_value(n)}")
+                     and 0 <= k <= n and 0 < n <= 10_000, "fisher_exact", f"hits and runs are whole "
+                     f"numbers with 0 <= hits <= runs <= 10,000, not {shown_value(k)} of {shown_value(n)}")
     def log_ways(n, k):                                     # ln of "n choose k"
         return lgamma(n + 1) - lgamma(k + 1) - lgamma(n - k + 1)
     hits, low = hits_a + hits_b, max(0, hits_a + hits_b - n_b)
@@ -619,12 +619,12 @@ def bootstrap_interval(a, b, statistic="median", n=10_000, seed=0, level=0.95):
     a = as_numbers(a, "bootstrap_interval (a)")
     b = as_numbers(b, "bootstrap_interval (b)")
     raise_unless(a.ndim == b.ndim == 1 and len(a) > 1 and len(b) > 1, "bootstrap_interval",
-         "a and b are lists of at least 2 numbers each")
+                 "a and b are lists of at least 2 numbers each")
     raise_unless(isinstance(statistic, str) and statistic in ("median", "mean"), "bootstrap_interval",
-         f"statistic is 'median' or 'mean', not {shown_value(statistic)}")
+                 f"statistic is 'median' or 'mean', not {shown_value(statistic)}")
     n, seed = as_count(n, "n", high=10**6), check_seed(seed)
     raise_unless(is_number(level) and 0 < level < 1, "bootstrap_interval",
-         f"level is a share between 0 and 1, such as 0.95, not {shown_value(level)}")
+                 f"level is a share between 0 and 1, such as 0.95, not {shown_value(level)}")
     stat = np.median if statistic == "median" else np.mean
     rng = np.random.default_rng(seed)
     draws = (stat(a[rng.integers(0, len(a), (n, len(a)))], axis=1)

@@ -35,8 +35,8 @@ def as_linear(layer, who, d_in, d_out=None):
     w = as_numbers(layer["w"], f"{who} (its w)", min_dims=2)
     b = as_numbers(layer["b"], f"{who} (its b)", min_dims=1)
     raise_unless(w.ndim == 2 and w.shape[0] == d_in and (d_out is None or w.shape[1] == d_out)
-         and b.shape == w.shape[1:], who, f"its w must be [{d_in}, {d_out or 'd_out'}] and b "
-         f"[d_out], not {w.shape} and {b.shape}")
+                 and b.shape == w.shape[1:], who, f"its w must be [{d_in}, {d_out or 'd_out'}] and b "
+                 f"[d_out], not {w.shape} and {b.shape}")
     return {"w": w, "b": b}
 
 
@@ -50,7 +50,7 @@ def as_block(blk, d, who):
             continue                                        # an attention-only block
         w, want = weight_at(blk, name), tuple(sizes[k] for k in dims.split())
         raise_unless(w is not None and np.shape(w) == want, who,
-             f"the block's {name} must have shape {want}, not {np.shape(w) if w is not None else 'none'}")
+                     f"the block's {name} must have shape {want}, not {np.shape(w) if w is not None else 'none'}")
         as_numbers(w, f"{who} ({name})", min_dims=1)
     return blk
 
@@ -76,8 +76,8 @@ def check_linear_backward(dout, x, w):
     w = as_numbers(w, "linear_backward (w)", min_dims=2)
     dout = as_numbers(dout, "linear_backward (dout)", min_dims=1)
     raise_unless(w.ndim == 2 and x.shape[-1] == w.shape[0] and dout.shape == x.shape[:-1] + w.shape[1:],
-         "linear_backward", f"for out = x w + b, x [..., d_in], w [d_in, d_out] and dout "
-         f"[..., d_out] must fit, not {x.shape}, {w.shape} and {dout.shape}")
+                 "linear_backward", f"for out = x w + b, x [..., d_in], w [d_in, d_out] and dout "
+                 f"[..., d_out] must fit, not {x.shape}, {w.shape} and {dout.shape}")
     return (dout, x, w), {}
 
 
@@ -85,9 +85,9 @@ def check_layer_norm_backward(dout, x, g, eps=1e-5):
     dout, x = same_shape("layer_norm_backward", dout=dout, x=x)
     g = as_numbers(g, "layer_norm_backward (g)")
     raise_unless(g.shape in ((), x.shape[-1:]), "layer_norm_backward", f"g must have one number per "
-         f"column of x ({x.shape[-1]}), not shape {g.shape}")
+                 f"column of x ({x.shape[-1]}), not shape {g.shape}")
     raise_unless(is_number(eps) and 0 <= eps < np.inf, "layer_norm_backward", f"eps must be a number, 0 "
-         f"or more (GPT-2's is 1e-5), not {eps!r}")
+                 f"or more (GPT-2's is 1e-5), not {eps!r}")
     return (dout, x, g, eps), {}
 
 
@@ -110,14 +110,14 @@ def check_attention_backward(dout, q, k, v, mask=True, weights=None):
     dout, q, k, v = (as_numbers(a, f"attention_backward ({name})", min_dims=2)
                      for name, a in zip(["dout", "q", "k", "v"], [dout, q, k, v]))
     raise_unless(k.shape == v.shape and q.shape[:-2] == k.shape[:-2] and q.shape[-1] == k.shape[-1]
-         and q.shape[-2] <= k.shape[-2] and dout.shape == q.shape, "attention_backward",
-         f"q [m, d_head], k and v [n, d_head] (m <= n) and dout [m, d_head] must fit, not "
-         f"{q.shape}, {k.shape}, {v.shape} and {dout.shape}")
+                 and q.shape[-2] <= k.shape[-2] and dout.shape == q.shape, "attention_backward",
+                 f"q [m, d_head], k and v [n, d_head] (m <= n) and dout [m, d_head] must fit, not "
+                 f"{q.shape}, {k.shape}, {v.shape} and {dout.shape}")
     mask = as_mask(mask, "attention_backward")
     if weights is not None:
         weights = as_numbers(weights, "attention_backward (weights)", min_dims=2)
         raise_unless(weights.shape == q.shape[:-1] + k.shape[-2:-1], "attention_backward",
-             f"weights must be [m, n] = {q.shape[:-1] + k.shape[-2:-1]}, not {weights.shape}")
+                     f"weights must be [m, n] = {q.shape[:-1] + k.shape[-2:-1]}, not {weights.shape}")
     return (dout, q, k, v, mask, weights), {}
 
 
@@ -150,8 +150,8 @@ def check_embed_backward(dx, ids, wte, wpe):
     ids = np.asarray(check_ids(ids, len(wpe), len(wte)))
     dx = as_numbers(dx, "embed_backward (dx)", min_dims=2)
     raise_unless(wte.ndim == wpe.ndim == 2 and dx.shape == ids.shape + wte.shape[1:], "embed_backward",
-         f"dx must have one row of d = {wte.shape[-1]} numbers per id, {ids.shape + wte.shape[1:]}, "
-         f"not {dx.shape}")
+                 f"dx must have one row of d = {wte.shape[-1]} numbers per id, {ids.shape + wte.shape[1:]}, "
+                 f"not {dx.shape}")
     return (dx, ids, wte, wpe), {}
 
 
@@ -161,10 +161,10 @@ def check_backward(dlogits, ids, params=PARAMS, n_head=N_HEAD, trace=None):
     dlogits = as_numbers(dlogits, "backward (dlogits)", min_dims=2)
     V = len(params["wte"])
     raise_unless(dlogits.shape == ids.shape + (V,), "backward", f"dlogits must have one row of V = {V} "
-         f"numbers per id, {ids.shape + (V,)}, not {dlogits.shape}")
+                 f"numbers per id, {ids.shape + (V,)}, not {dlogits.shape}")
     if trace is not None:
         raise_unless(isinstance(trace, dict) and "blocks" in trace, "backward",
-             "trace is what forward(ids, params, trace=trace) filled for these ids")
+                     "trace is what forward(ids, params, trace=trace) filled for these ids")
     return (dlogits, ids, params, n_head, trace), {}
 
 
@@ -198,7 +198,7 @@ def check_grads(params, grads):
 def gradient_tree(grads, who):
     """grads as a tree of finite arrays (as loss_and_grads returns them), or one sentence."""
     raise_unless(isinstance(grads, (dict, list)) and grads, who, "grads must be a tree of gradients, "
-         "as loss_and_grads returns them")
+                 "as loss_and_grads returns them")
     found = leaves(grads)
     arrays = {name: as_numbers(g, f"{who} (the gradient {name!r})") for name, g in found.items()}
     if all(arrays[name] is found[name] for name in found):
