@@ -225,7 +225,7 @@ def test_the_crop_moves_the_start_mark_onto_cat():
     wpe = tm.PARAMS["wpe"]
     assert np.any(wpe[0]) and not np.any(wpe[1:])
     (cell,) = [c for c in CELLS if source(c).startswith('ids = tm.encode("the cat climbed the")\nfor step')]
-    firsts = re.findall(r"reads (\d) tokens, '(\S+)'\s+at position 1", outputs(cell))
+    firsts = re.findall(r"reads (\d) tokens, (\S+)\s+at position 1", outputs(cell))
     ids = tm.encode("the cat climbed the")
     for n, first in firsts:                                  # the same loop, here
         window = ids[-tm.N_CTX:]
