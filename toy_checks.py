@@ -7,12 +7,11 @@ ValueError with one sentence saying what was wrong and what is allowed. toy_mode
 toy_train and toy_gpt2 all use them, so the same mistake gets the same sentence
 everywhere. The model's weights are read-only (frozen), for the same reason.
 """
-import contextlib
 import copy
 import functools
 import inspect
 import os
-import threading
+import sys
 import weakref
 from pathlib import Path
 
@@ -460,48 +459,43 @@ def is_frozen(x):
     return base is not None and _FROZEN.get(id(base)) is base and x.dtype == base.dtype
 
 
-# --- Checks declared on the model's building blocks ----------------------------------
-# The building blocks of the forward pass (layer_norm, linear, attention, block, ...) hold
-# their maths and nothing else. A learner may still call one directly with anything, so
-# each is declared @checked(its check below): the check runs on a direct call, turns the
-# arguments into the form the block computes with, or raises the course's sentence. While
-# a door (forward, or a block called directly) is running, the blocks it calls are not
-# checked again: the door has checked what comes in, and the blocks' own results fit.
+# --- Checks declared on the model's functions ------------------------------------------
+# The model's functions (layer_norm, linear, attention, block, ...) hold their maths and
+# nothing else. A learner may still call one directly with anything, so each is declared
+# @checked(its check below). Whether the check runs depends on who calls, and on nothing
+# else: a call from a notebook, a widget, a test or a lab's module is checked; a call from
+# the model's own code (toy_model.py and toy_train.py) is not, because that code has
+# checked what comes in where a learner enters it (forward, loss_and_grads, a function
+# called directly), and what it passes on are its own results.
 
-_DOOR = threading.local()
-
-
-@contextlib.contextmanager
-def checked_inside(inside=True):
-    """Within this, the declared checks of the building blocks are skipped (with
-    inside=False, as outside: for a loop whose first pass is checked and the rest not)."""
-    before = getattr(_DOOR, "inside", False)
-    _DOOR.inside = before or bool(inside)
-    try:
-        yield
-    finally:
-        _DOOR.inside = before
+MODEL_CODE = ("toy_model", "toy_train")      # the modules whose calls are not checked again
 
 
 def checked(check):
-    """Declare a building block's check: check(*args, **kwargs) -> (args, kwargs). A call
-    with a wrong number of arguments gets the block's own name and parameters."""
-    def declare(block):
-        signature = inspect.signature(block)
+    """Declare a model function's check: check(*args, **kwargs) -> (args, kwargs), the
+    arguments in the form the function computes with, or the course's sentence. A call
+    with a wrong number of arguments gets the function's own name and parameters."""
+    def add_check(fn):
+        signature = inspect.signature(fn)
 
-        @functools.wraps(block)
-        def door(*args, **kwargs):
-            if getattr(_DOOR, "inside", False):
-                return block(*args, **kwargs)
+        @functools.wraps(fn)
+        def checked_call(*args, **kwargs):
+            if sys._getframe(1).f_globals.get("__name__") in MODEL_CODE:   # the model's own call
+                return fn(*args, **kwargs)
             try:
                 signature.bind(*args, **kwargs)
             except TypeError as err:
-                raise TypeError(f"{block.__name__}{signature}: {err}.") from None
+                raise TypeError(f"{fn.__name__}{signature}: {err}.") from None
             args, kwargs = check(*args, **kwargs)
-            with checked_inside():
-                return block(*args, **kwargs)
-        return door
-    return declare
+            return fn(*args, **kwargs)
+        return checked_call
+    return add_check
+
+
+def raise_unless(ok, who, what):
+    """Raise ValueError with one sentence, "who: what.", unless ok is true."""
+    if not ok:
+        raise ValueError(f"{who}: {what}.")
 
 
 def _linear_layer(layer, who, d_in, d_out=None):

@@ -21,7 +21,7 @@ import numpy as np
 
 from toy_checks import (ReadOnlyDict, as_count, as_ids, as_path, check_gpt2_config, check_params,
                         check_seed, frozen, layout, layout_shapes, weight_at)
-from toy_model import N_HEAD, PARAMS, VOCAB, freeze, generate, show, tree_from, walk, weight_name
+from toy_model import N_HEAD, PARAMS, VOCAB, freeze, generate, token_name, tree_from, walk, weight_name
 
 # toy_model's functions run GPT-2 small (12 blocks, 12 heads, d = 768, 50,257 tokens) as
 # they are, once its weights sit in the PARAMS layout and its text is cut into its own
@@ -192,11 +192,11 @@ def bpe_tokenizer(vocab, merges):
 
     def encode_word(word):
         parts = bpe_fast(byte_chars(word), ranks)
-        unknown = [show(as_text(t)) for t in parts if t not in vocab]
+        unknown = [token_name(as_text(t)) for t in parts if t not in vocab]
         if unknown:
             raise ValueError(
-                f"This vocabulary cannot cover {show(word)!r}: its merges leave "
-                f"{' '.join(show(as_text(t)) for t in parts)[:200]}, and {unknown[0]!r} "
+                f"This vocabulary cannot cover {token_name(word)!r}: its merges leave "
+                f"{' '.join(token_name(as_text(t)) for t in parts)[:200]}, and {unknown[0]!r} "
                 f"is not one of its {len(vocab)} tokens.")
         return [vocab[t] for t in parts]
 
@@ -394,8 +394,8 @@ def load_gpt2(folder):
     Returns a dict: params (PARAMS' layout, float32; without w_u when the checkpoint is
     tied, so that the output layer is wte^T), n_head, encode, decode, config, eot (the id
     of <|endoftext|>), vocab, merges, and skipped: the names in the file that are not
-    weights (such as a block's attn.bias, a stored causal mask), left unread. Then forward(ids, lab["params"],
-    lab["n_head"]) runs the model.
+    weights (such as a block's attn.bias, a stored causal mask), left unread. Then forward(ids, checkpoint["params"],
+    checkpoint["n_head"]) runs the model.
     Everything read is checked against config.json: what is wrong gets one sentence."""
     from safetensors import SafetensorError
     from safetensors.numpy import load_file
@@ -584,18 +584,18 @@ def _numbers(tree):
     raise ValueError(f"count_params counts arrays of numbers, not {type(tree).__name__}.")
 
 
-def token_texts(lab, ids):
+def token_texts(checkpoint, ids):
     """Each id's token as the course prints it: "␣" for a space, and an escape such as
-    "\\n" for a character that does not print. lab is a loaded model (lab =
+    "\\n" for a character that does not print. checkpoint is a loaded model (checkpoint =
     load_gpt2(folder)) or a decode function alone, such as gpt2_tokenizer()'s."""
     def printable(c):
         return c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
-    decode = lab.get("decode") if isinstance(lab, dict) else lab
+    decode = checkpoint.get("decode") if isinstance(checkpoint, dict) else checkpoint
     if not callable(decode):
-        raise ValueError("token_texts takes a loaded model (lab = tg.load_gpt2(folder)) or a "
+        raise ValueError("token_texts takes a loaded model (checkpoint = tg.load_gpt2(folder)) or a "
                          "decode function, and ids.")
     ids = as_ids(ids, "token_texts", 2**62)
-    return ["".join(map(printable, show(decode([i])))) for i in ids]
+    return ["".join(map(printable, token_name(decode([i])))) for i in ids]
 
 
 # What GPT-2 small costs. Its size, memory and time do not depend on what its weights are,

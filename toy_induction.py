@@ -7,18 +7,15 @@ the token after the earlier occurrence of the current one: an induction head.
 Everything here trains and runs the course's own model: toy_train's train_batches,
 backward and adam_step on toy_model's forward, with attention-only blocks (d_mlp = 0).
 """
-from pathlib import Path
-
 import numpy as np
 
-from toy_checks import as_count, as_numbers, as_path, check_params, check_seed, is_number
+from toy_checks import as_count, as_numbers, as_path, check_params, check_seed, is_number, raise_unless
 from toy_model import (attention, forward, get_weight, layer_norm, linear, log_softmax,
                        replace_weight, unembed)
-from toy_train import init_params, read_sweep, train_batches
-from toy_train_checks import fits
+from toy_train import DATA, init_params, read_sweep, train_batches
 
-V = 16            # tokens 0..15: no text, only ids
-N_CTX = 16        # positions a row is read at (a row holds N_CTX + 1 tokens)
+COPY_VOCAB = 16   # tokens 0..15: no text, only ids
+COPY_N_CTX = 16   # positions a row is read at (a row holds COPY_N_CTX + 1 tokens)
 D = 32            # the residual stream's width
 LENGTHS = (4, 5, 6, 7, 8)     # the block's length varies, so no fixed distance works
 # The live run's recipe (benchmarks/RESULTS.md, "lab 10 recipe"): Adam on batches of BATCH
@@ -27,24 +24,23 @@ LENGTHS = (4, 5, 6, 7, 8)     # the block's length varies, so no fixed distance 
 # Weights start wider than GPT-2's (INIT_STD, not 0.02): the plateau before the copy is
 # found is then far shorter.
 STEPS, LR, BATCH, CLIP, INIT_STD = 1500, 1e-2, 32, None, 0.1
-LIVE_SEED = 0     # the live run's seed: the sweep's first, fixed before any run was seen
+COPY_SEED = 0     # the live run's seed: the sweep's first, fixed before any run was seen
 FALL_LEVEL = 2.2  # "the fall has begun": the second copy's loss below 2.2 nats, lower than
                   # any one-block run of the sweep ends (data/induction_sweep.json)
-DATA = Path(__file__).with_name("data")
 
 
 # --- The task --------------------------------------------------------------------------
 
-def repeat_rows(seed, n_rows, lengths=LENGTHS, filler_first=None, n=N_CTX, vocab=V):
+def repeat_rows(seed, n_rows, lengths=LENGTHS, filler_first=None, n=COPY_N_CTX, vocab=COPY_VOCAB):
     """Rows of n + 1 distinct-token ids: a block of length l, the block again, and filler
     (distinct from the block and from each other). filler_first: True puts the filler
     before the two copies, False after them, None picks at random per row. Returns (rows
     [n_rows, n + 1], where): where[r] = (l, start of the first copy, start of the second)."""
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(check_seed(seed))
     n_rows, n = as_count(n_rows, "n_rows", high=100_000), as_count(n, "n", high=1024)
-    fits(all(isinstance(l, (int, np.integer)) and 1 <= l and 2 * l <= n + 1 and n + 1 - l <= vocab
-             for l in lengths) and len(lengths) > 0, "repeat_rows",
-         f"each block length l needs 2 l <= n + 1 = {n + 1} and n + 1 - l <= {vocab} distinct tokens")
+    raise_unless(all(isinstance(l, (int, np.integer)) and 1 <= l and 2 * l <= n + 1 and n + 1 - l <= vocab
+                     for l in lengths) and len(lengths) > 0, "repeat_rows",
+                 f"each block length l needs 2 l <= n + 1 = {n + 1} and n + 1 - l <= {vocab} distinct tokens")
     rows, where = np.empty((n_rows, n + 1), dtype=np.int64), []
     for r in range(n_rows):
         l = int(rng.choice(lengths))
@@ -70,27 +66,27 @@ def check_rows(rows, where=None, needs_where=False):
         arr = np.asarray(rows) if isinstance(rows, (list, tuple, np.ndarray)) else np.zeros(0)
     except ValueError:                              # rows of different lengths
         arr = np.zeros(0)
-    fits(arr.ndim == 2 and arr.shape[0] > 0 and arr.shape[1] > 1 and arr.dtype.kind in "iu"
-         and arr.min() >= 0, "check_rows", "rows are ids, an array [B, n + 1] of whole numbers "
-         "from 0, as ti.repeat_rows gives them")
+    raise_unless(arr.ndim == 2 and arr.shape[0] > 0 and arr.shape[1] > 1 and arr.dtype.kind in "iu"
+                 and arr.min() >= 0, "check_rows", "rows are ids, an array [B, n + 1] of whole numbers "
+                 "from 0, as ti.repeat_rows gives them")
     if where is not None or needs_where:
         ok = isinstance(where, (list, tuple)) and len(where) == len(arr) and all(
             isinstance(w, (list, tuple)) and len(w) == 3
             and all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in w)
             and 1 <= w[0] and 0 <= w[1] and w[2] == w[1] + w[0] and w[2] + w[0] <= arr.shape[1]
             for w in where)
-        fits(ok, "check_rows", "where holds one (l, s1, s2) per row, the block's length and "
-             "where its two copies start, as ti.repeat_rows gives them")
+        raise_unless(ok, "check_rows", "where holds one (l, s1, s2) per row, the block's length and "
+                     "where its two copies start, as ti.repeat_rows gives them")
     return arr
 
 
-def batches(seed, size=BATCH, lengths=LENGTHS, filler_first=None):
+def copy_batches(seed, size=BATCH, lengths=LENGTHS, filler_first=None):
     """A function of the step giving a fresh batch each time, for train_batches."""
     rng = np.random.default_rng(check_seed(seed))
     return lambda step: as_batch(repeat_rows(rng, size, lengths, filler_first)[0])
 
 
-def second_copy(where, n=N_CTX):
+def second_copy_mask(where, n=COPY_N_CTX):
     """Which positions' targets the second copy makes predictable: [B, n] booleans. At
     position i inside the second copy (not its last token), the current token appeared
     once before, and the token after it then is the target."""
@@ -101,7 +97,7 @@ def second_copy(where, n=N_CTX):
     return mask
 
 
-def first_copy(where, n=N_CTX):
+def first_copy_mask(where, n=COPY_N_CTX):
     """The targets inside the first copy, after its first token: [B, n] booleans."""
     check_rows(np.zeros((len(where) if isinstance(where, (list, tuple)) else 0, n + 1), int), where, True)
     mask = np.zeros((len(where), n), dtype=bool)
@@ -121,25 +117,25 @@ def copy_losses(params, n_head, rows, where):
     """(mean loss on the first copy, on the second copy), over all the rows."""
     check_rows(rows, where, needs_where=True)
     losses = token_losses(params, n_head, rows)
-    return float(losses[first_copy(where)].mean()), float(losses[second_copy(where)].mean())
+    return float(losses[first_copy_mask(where)].mean()), float(losses[second_copy_mask(where)].mean())
 
 
 # --- Training, with snapshots ------------------------------------------------------------
 
-def new_model(seed, n_layer=2, d=D, std=INIT_STD):
+def new_copy_model(seed, n_layer=2, d=D, std=INIT_STD):
     """Attention-only blocks (no MLP), an output layer of its own, GPT-2's initialisation
     but wider: every matrix from normal(0, std), std = 0.1 rather than GPT-2's 0.02."""
-    return init_params(seed, d=d, d_mlp=0, n_layer=n_layer, n_vocab=V, n_ctx=N_CTX, std=std)
+    return init_params(seed, d=d, d_mlp=0, n_layer=n_layer, n_vocab=COPY_VOCAB, n_ctx=COPY_N_CTX, std=std)
 
 
-def train(seed, steps=STEPS, n_layer=2, n_head=1, lr=LR, every=50, callback=None,
+def train_copying(seed, steps=STEPS, n_layer=2, n_head=1, lr=LR, every=50, callback=None,
           lengths=LENGTHS, filler_first=None, eval_rows=256, warmup=None, decay=True,
           clip=CLIP, batch=BATCH, stream=None):
     """Train a fresh model (seed: its weights and its batches) on fresh batches, with
     lab 8's schedule (a warm-up over `warmup` steps, steps // 20 if None, then with
     decay=True a cosine to lr / 10) and, if clip is given, gradient clipping. stream: a
     function of the step that gives (ids, targets), to train on batches drawn elsewhere
-    (ti.batches(seed, batch) if None).
+    (ti.copy_batches(seed, batch) if None).
     Every `every` steps, measure both copies' losses on fixed rows (eval_rows of them,
     either placement of the filler) and keep the weights. Returns {"params", "steps",
     "first", "second", "snapshots", "n_head"}. callback(step, first, second), if given,
@@ -162,8 +158,8 @@ def train(seed, steps=STEPS, n_layer=2, n_head=1, lr=LR, every=50, callback=None
             measure(step, record["params"])
 
     warmup = steps // 20 if warmup is None else warmup
-    source = batches(seed, batch, lengths, filler_first) if stream is None else stream
-    run["params"], _ = train_batches(source, new_model(seed, n_layer), steps, lr, n_head=n_head,
+    source = copy_batches(seed, batch, lengths, filler_first) if stream is None else stream
+    run["params"], _ = train_batches(source, new_copy_model(seed, n_layer), steps, lr, n_head=n_head,
                                      warmup=warmup, decay=decay, clip=clip, callback=on_step,
                                      record=record)
     return run
@@ -181,8 +177,9 @@ def attention_weights(params, n_head, ids):
 def previous_token_score(weights):
     """How much each position i >= 1 attends to position i - 1, on average (1: all of it)."""
     weights = as_numbers(weights, "previous_token_score", min_dims=2)
-    fits(weights.shape[-1] == weights.shape[-2] > 1, "previous_token_score",
-         f"weights are a head's attention, [n, n] or [B, n, n], not an array of shape {weights.shape}")
+    raise_unless(weights.shape[-1] == weights.shape[-2] > 1, "previous_token_score",
+                 "weights are a head's attention, [n, n] or [B, n, n], not an array of shape "
+                 f"{weights.shape}")
     return float(np.diagonal(weights, offset=-1, axis1=-2, axis2=-1).mean())
 
 
@@ -209,8 +206,8 @@ def ablate(params, layer, head, n_head):
     so that nothing it computes reaches the residual stream."""
     n_head = check_params(params, n_head)
     layer, head = as_count(layer, "layer", low=0), as_count(head, "head", low=0)
-    fits(layer < len(params["blocks"]) and head < n_head, "ablate",
-         f"layer counts from 0 to {len(params['blocks']) - 1} and head from 0 to {n_head - 1}")
+    raise_unless(layer < len(params["blocks"]) and head < n_head, "ablate",
+                 f"layer counts from 0 to {len(params['blocks']) - 1} and head from 0 to {n_head - 1}")
     name = f"blocks.{layer}.attn.c_proj.w"
     w = np.array(get_weight(params, name))
     size = w.shape[0] // n_head
@@ -231,8 +228,9 @@ def attention_by_offset(weights):
     that positions i >= 1 put on position i - k, averaged (share[1] is the previous-token
     score; the shares add up to 1)."""
     weights = as_numbers(weights, "attention_by_offset", min_dims=2)
-    fits(weights.shape[-1] == weights.shape[-2] > 1, "attention_by_offset",
-         f"weights are a head's attention, [n, n] or [B, n, n], not an array of shape {weights.shape}")
+    raise_unless(weights.shape[-1] == weights.shape[-2] > 1, "attention_by_offset",
+                 "weights are a head's attention, [n, n] or [B, n, n], not an array of shape "
+                 f"{weights.shape}")
     n = weights.shape[-1]
     per_row = weights.reshape(-1, n, n)[:, 1:]                      # positions 1 .. n - 1
     return np.array([np.diagonal(per_row, offset=-k + 1, axis1=1, axis2=2).sum(-1).mean() / (n - 1)
@@ -258,10 +256,10 @@ def composed_forward(params, ids, removed=(), n_head=1, head=0):
     stream keeps it. Returns (logits [B, n, V], block 2's attention: one [B, n, n] per
     head). With nothing removed, this is toy_model.forward."""
     n_head = check_params(params, n_head)
-    fits(len(params["blocks"]) == 2 and "mlp" not in params["blocks"][0]
-         and isinstance(removed, (tuple, list, set, str)) and set(removed) <= set("qkv"),
-         "composed_forward", "params are two attention-only blocks, and removed names some "
-         "of 'q', 'k' and 'v'")
+    raise_unless(len(params["blocks"]) == 2 and "mlp" not in params["blocks"][0]
+                 and isinstance(removed, (tuple, list, set, str)) and set(removed) <= set("qkv"),
+                 "composed_forward", "params are two attention-only blocks, and removed names some "
+                 "of 'q', 'k' and 'v'")
     first, second = params["blocks"]
     trace = {}
     forward(ids, params, n_head, trace=trace)                   # block 1, through the course's own
@@ -287,7 +285,7 @@ def composition_losses(params, rows, where, n_head=1):
     for removed in ("", "q", "k", "v"):
         logits, weights = composed_forward(params, ids, removed, n_head)
         losses = -np.take_along_axis(log_softmax(logits), targets[..., None], axis=-1)[..., 0]
-        out[removed or "none"] = (float(losses[second_copy(where)].mean()),
+        out[removed or "none"] = (float(losses[second_copy_mask(where)].mean()),
                                   induction_score(weights[0], where))
     return out
 
@@ -319,7 +317,7 @@ def ov_copying(params, rows, where, layer=1, head=0, n_head=1):
     w_u = params["w_u"] if "w_u" in params else params["wte"].T
     margins, tops, held = [], [], []
     weights = t["heads"][head]["weights"]
-    for r, i in zip(*np.nonzero(second_copy(where))):
+    for r, i in zip(*np.nonzero(second_copy_mask(where))):
         j = int(np.argmax(weights[r, i]))
         o = writes[r, j]
         rise = ((o - o.mean()) / std[r, i] * params["ln_f"]["g"]) @ w_u           # [V]
@@ -333,15 +331,15 @@ def ov_copying(params, rows, where, layer=1, head=0, n_head=1):
 
 # --- What one block can do: bet by position ----------------------------------------------
 
-def position_model(scale=20.0, lengths=LENGTHS, n=N_CTX, vocab=V):
+def position_model(scale=20.0, lengths=LENGTHS, n=COPY_N_CTX, vocab=COPY_VOCAB):
     """A one-block, one-head, attention-only model built by hand (d = 3 vocab, so that
     the current id, the position and the ids read have a place each): every position i
     attends evenly to positions i - l + 1 for the block lengths l (3 to 7 back), by
     position alone, copies their ids into a place of their own, and the unembedding bets
     on those ids, `scale` setting how sharply. It never compares ids. Returns its params."""
-    fits(_lengths_fit(lengths, n, vocab) and isinstance(n, int) and n <= vocab and is_number(scale)
-         and scale > 0, "position_model", "lengths holds block lengths as repeat_rows takes them, "
-         "n <= vocab (a place per position) and scale is a positive number")
+    raise_unless(_lengths_fit(lengths, n, vocab) and isinstance(n, int) and n <= vocab and is_number(scale)
+                 and scale > 0, "position_model", "lengths holds block lengths as repeat_rows takes them, "
+                 "n <= vocab (a place per position) and scale is a positive number")
     near = sorted({int(l) - 1 for l in lengths})                # how far back the next id sits
     d = 3 * vocab
     params = init_params(0, d=d, d_mlp=0, n_layer=1, n_vocab=vocab, n_ctx=n)   # the layout
@@ -375,17 +373,17 @@ def _lengths_fit(lengths, n, vocab):
             and all(1 <= l and 2 * l <= n + 1 and n + 1 - l <= vocab for l in lengths))
 
 
-def best_first_copy_loss(filler_first=None, lengths=LENGTHS, n=N_CTX, vocab=V):
+def best_first_copy_loss(filler_first=None, lengths=LENGTHS, n=COPY_N_CTX, vocab=COPY_VOCAB):
     """The lowest mean loss any model can have on the first copy, on rows drawn as
     repeat_rows draws them (filler_first: True or False, rows of that kind; None, both
     kinds at random). Before the second copy every id read is new, so at a first-copy
     target, having read m distinct ids, the next id is any of the vocab - m not read yet,
     all alike, whatever else the model sees: the best bet is even over them (nothing on
     a repeat), and costs ln(vocab - m). Pooled over the targets, as copy_losses pools them."""
-    fits((filler_first is None or isinstance(filler_first, (bool, np.bool_)))
-         and _lengths_fit(lengths, n, vocab), "best_first_copy_loss",
-         "filler_first is True, False or None, and lengths holds block lengths l with "
-         "2 l <= n + 1 and n + 1 - l <= vocab, as repeat_rows takes them")
+    raise_unless((filler_first is None or isinstance(filler_first, (bool, np.bool_)))
+                 and _lengths_fit(lengths, n, vocab), "best_first_copy_loss",
+                 "filler_first is True, False or None, and lengths holds block lengths l with "
+                 "2 l <= n + 1 and n + 1 - l <= vocab, as repeat_rows takes them")
     sides = (True, False) if filler_first is None else (bool(filler_first),)
     losses = [np.log(vocab - m) for l in lengths for first in sides
               for s1 in [n + 1 - 2 * l if first else 0]
@@ -400,8 +398,8 @@ def mcnemar_exact(a, b):
     either way like a fair coin. Returns (seeds where only a, where only b, two-sided p)."""
     from math import comb
     a, b = (np.asarray(x) for x in (a, b))
-    fits(a.shape == b.shape and a.ndim == 1 and a.dtype == bool and b.dtype == bool and len(a) > 0,
-         "mcnemar_exact", "a and b are two lists of True and False of one length, one per seed")
+    raise_unless(a.shape == b.shape and a.ndim == 1 and a.dtype == bool and b.dtype == bool and len(a) > 0,
+                 "mcnemar_exact", "a and b are two lists of True and False of one length, one per seed")
     only_a, only_b = int(np.sum(a & ~b)), int(np.sum(~a & b))
     m = only_a + only_b
     p = min(1.0, 2 * sum(comb(m, k) for k in range(min(only_a, only_b) + 1)) / 2 ** m)
@@ -411,19 +409,20 @@ def mcnemar_exact(a, b):
 def drop_step(steps, losses, level=0.1):
     """The first measured step at which the loss is below level, or None."""
     steps, losses = as_numbers(steps, "drop_step (steps)", 1), as_numbers(losses, "drop_step (losses)", 1)
-    fits(steps.shape == losses.shape and steps.ndim == 1 and isinstance(level, (int, float)),
-         "drop_step", "steps and losses are two lists of one length, as ti.train's run holds them")
+    raise_unless(steps.shape == losses.shape and steps.ndim == 1 and isinstance(level, (int, float)),
+                 "drop_step", "steps and losses are two lists of one length, as ti.train_copying's "
+                 "run holds them")
     return next((int(s) for s, loss in zip(steps, losses) if loss < level), None)
 
 
-def load_trained():
+def load_copy_model():
     """The live run's final weights, shipped with the course (data/induction_model/, a GPT-2
     checkpoint of ids alone, float32), for a machine too slow to train them live."""
     from toy_gpt2 import load_gpt2
     return load_gpt2(DATA / "induction_model")["params"]
 
 
-def load_sweep(path=None):
+def load_copy_sweep(path=None):
     """The stored sweep (data/induction_sweep.json, written by tools/induction_sweep.py)."""
-    path = as_path(DATA / "induction_sweep.json" if path is None else path, "load_sweep")
+    path = as_path(DATA / "induction_sweep.json" if path is None else path, "load_copy_sweep")
     return read_sweep(path, "sweep", "tools/induction_sweep.py")

@@ -1,7 +1,7 @@
 """A tiny GPT-2 you can check by hand: 12 tokens, d = 4, one block, two heads.
 
 The code is GPT-2's forward pass, step for step, in small numpy functions; the
-weights are small enough to print. The seven notebooks follow it in order:
+weights are small enough to print. Notebooks 1 to 7 follow it in order:
 
     1 Tokens       encode, decode            text -> ids
     2 Embeddings   embed                     ids -> x          [n, 4]
@@ -25,24 +25,29 @@ the MLP makes the final adjustments. Every weight is an integer or a half except
 the 20 numbers of the MLP's last layer, which were fitted by tools/fit_toy.py so
 that the forward pass reproduces every figure of the course's Output page.
 
-The labs have modules of their own: toy_train.py (lab 08, the gradients by hand) and
-toy_gpt2.py (lab 09, GPT-2's tokenizer and checkpoints). The plots, widgets and
-exercises live in the package toy_widgets/. A notebook imports each where it lives:
-`import toy_model as tm`, `import toy_widgets as tw` (tw.logit_playground()), and a lab
-its own module (`import toy_train as tt`, `import toy_gpt2 as tg`). This module needs
-numpy alone.
+The weights' tree helpers (tree_map, get_weight, freeze, ...) live in toy_tree.py and are
+reached from here (tm.tree_map). The labs have modules of their own: toy_train.py (lab 08,
+the gradients by hand), toy_gpt2.py (lab 09, GPT-2's tokenizer and checkpoints),
+toy_induction.py (lab 10) and toy_writes.py (lab 11). The plots, widgets and exercises live
+in the package toy_widgets/. A notebook imports each where it lives: `import toy_model as
+tm`, `import toy_widgets as tw` (tw.logit_playground()), and a lab its own module (`import
+toy_train as tt`, `import toy_gpt2 as tg`, `import toy_induction as ti`, `import toy_writes
+as tx`). This module needs numpy alone.
 """
 import re
 
 import numpy as np
 
 from toy_checks import (ReadOnlyDict, ReadOnlyList, as_count, as_flag, as_floats, as_ids, as_logits,
-                        as_numbers, check_attention, check_block, check_cache, check_cache_batch,
+                        check_attention, check_block, check_cache, check_cache_batch,
                         check_causal_mask, check_distribution, check_embed, check_finite, check_gelu,
                         check_ids, check_layer_norm, check_linear, check_log_softmax, check_mlp,
                         check_multi_head, check_params, check_sampling, check_seed, check_softmax,
-                        check_targets, check_unembed, checked, checked_inside, frozen, is_number,
-                        mismatch_sentence, short_text, shown_value, weight_at)
+                        check_targets, check_unembed, checked, frozen, is_number, short_text,
+                        shown_value)
+# The weights' tree helpers live in toy_tree.py; a notebook reaches them here, as tm.tree_map.
+from toy_tree import (freeze, get_weight, replace_weight, tree_from, tree_map,  # noqa: F401
+                      walk, weight_name, weight_names)
 
 # --- 1. Tokens ---------------------------------------------------------------
 
@@ -54,22 +59,16 @@ N_CTX = 8        # the longest context the model accepts (rows of wpe)
 N_HEAD = 2
 
 
-def show(token):
-    """A token as the course prints it: the leading space made visible (" the" -> "␣the").
-    Takes the token's text or its id."""
-    if isinstance(token, (int, np.integer)) and not isinstance(token, bool):
-        token = VOCAB[as_ids([token], "show")[0]]
-    if not isinstance(token, str):
-        raise ValueError(f"show takes a token's text or its id (0 to {len(VOCAB) - 1}), "
-                         f"not {type(token).__name__}.")
-    return token.replace(" ", "␣")
-
-
 def token_name(token):
-    """A token as the course names it in a sentence, a title or a label: show's form (␣the),
-    and the "." token in quotes, '.', so that it does not read as the sentence's own full
-    stop. Takes the token's text, its shown form or its id."""
-    name = show(token)
+    """A token as the course names it: the leading space made visible (" the" -> "␣the"),
+    and the "." token in quotes, '.', so that it does not read as a sentence's full stop.
+    Takes the token's text, its named form or its id."""
+    if isinstance(token, (int, np.integer)) and not isinstance(token, bool):
+        token = VOCAB[as_ids([token], "token_name")[0]]
+    if not isinstance(token, str):
+        raise ValueError(f"token_name takes a token's text or its id (0 to {len(VOCAB) - 1}), "
+                         f"not {type(token).__name__}.")
+    name = token.replace(" ", "␣")
     return "'.'" if name == "." else name
 
 
@@ -177,116 +176,7 @@ def _ln_params(d):
     return {"g": np.ones(d), "b": np.zeros(d)}
 
 
-# The weights are a tree: dicts and lists with arrays at the leaves. One walker goes
-# over it; freezing, copying, naming, replacing and the optimisers all use it.
-
-def walk(fn, *trees, path=(), kinds=(dict, list)):
-    """A new tree of the same layout, each leaf fn(path, *leaves): path is the leaf's keys
-    from the root, such as ("blocks", 0, "ln_1", "g"). Every dict and list is new, of the
-    types `kinds` (read-only ones for the model's own weights)."""
-    if not path and (not callable(fn) or not trees):
-        raise ValueError(f"walk and tree_map take a function to apply to each weight (such as "
-                         f"np.copy), then the tree(s) of weights, not {shown_value(fn)}.")
-    first = trees[0]
-    if isinstance(first, dict):
-        for other in trees[1:]:
-            if not isinstance(other, dict) or other.keys() != first.keys():
-                raise ValueError(mismatch_sentence(path, first, other))
-        return kinds[0]({key: walk(fn, *(t[key] for t in trees), path=path + (key,), kinds=kinds)
-                         for key in first})
-    if isinstance(first, list):
-        for other in trees[1:]:
-            if not isinstance(other, list) or len(other) != len(first):
-                raise ValueError(mismatch_sentence(path, first, other))
-        return kinds[1](walk(fn, *leaves, path=path + (i,), kinds=kinds)
-                        for i, leaves in enumerate(zip(*trees)))
-    return fn(path, *trees)
-
-
-def tree_map(fn, *trees):
-    """fn applied leaf by leaf to trees of the same layout: tree_map(np.copy, params)."""
-    if not callable(fn):
-        walk(fn)                                    # walk's sentence: a function is needed
-    return walk(lambda _path, *leaves: fn(*leaves), *trees)
-
-
-def weight_name(path):
-    if not isinstance(path, (tuple, list)) or not all(isinstance(k, (str, int)) for k in path):
-        raise ValueError(f"weight_name takes a weight's path, such as ('blocks', 0, 'ln_1', 'g'), "
-                         f"not {shown_value(path)}.")
-    return ".".join(map(str, path))
-
-
-def weight_names(tree):
-    """Every weight's name as a dotted path: "wte", "blocks.0.attn.c_attn.w", ..."""
-    names = []
-    _check_tree(tree, "weight_names")
-    walk(lambda path, _leaf: names.append(weight_name(path)), tree)
-    return names
-
-
-def get_weight(tree, name):
-    """The array at a dotted path, such as "blocks.0.mlp.c_fc.w"."""
-    _check_tree(tree, "get_weight")
-    if not isinstance(name, str):
-        raise ValueError(f"get_weight takes a weight's name, such as 'blocks.0.mlp.c_fc.w', "
-                         f"not {shown_value(name)}.")
-    leaf = weight_at(tree, name)
-    if leaf is None or isinstance(leaf, (dict, list)):      # no such path, or not a leaf
-        raise ValueError(f"No weight is named {name!r}; the names are: "
-                         f"{', '.join(weight_names(tree))}.")
-    return leaf
-
-
-def tree_from(named):
-    """The tree of weights from {dotted name: array} ("wte", "blocks.0.ln_1.g", ...):
-    a dict at each name, a list where the keys are the blocks' numbers 0, 1, ..."""
-    tree = {}
-    for name, leaf in named.items():
-        *where, last = name.split(".")
-        node = tree
-        for key in where:
-            node = node.setdefault(key, {})
-        node[last] = leaf
-
-    def lists(node):
-        if not isinstance(node, dict):
-            return node
-        node = {key: lists(value) for key, value in node.items()}
-        return [node[str(i)] for i in range(len(node))] if set(node) == set(map(str, range(len(node)))) \
-            else node
-    return lists(tree)
-
-
-def replace_weight(tree, name, value):
-    """A new tree with the array at `name` replaced; the old tree is left as it was."""
-    old = np.shape(get_weight(tree, name))
-    value = as_numbers(value, "replace_weight").astype(float)
-    if value.shape != old:
-        raise ValueError(f"The weight {name!r} has shape {old}; its replacement has {value.shape}.")
-    return walk(lambda path, leaf: value if weight_name(path) == name else leaf, tree)
-
-
-def freeze(tree):
-    """The same nested weights, read-only at every level: each dict and list refuses changes,
-    each array a copy over memory that numpy will not write into (see toy_checks.frozen)."""
-    _check_tree(tree, "freeze")
-    return walk(lambda _path, leaf: frozen(leaf), tree, kinds=(ReadOnlyDict, ReadOnlyList))
-
-
-def copy_params(params=None):
-    """A writable copy of the weights (of PARAMS by default), to change and run."""
-    params = PARAMS if params is None else params
-    check_params(params, 1)
-    return tree_map(np.array, params)
-
-
-def _check_tree(tree, who):
-    if not isinstance(tree, (dict, list)):
-        raise ValueError(f"{who} takes a tree of weights (a dict such as tm.PARAMS), "
-                         f"not {shown_value(tree)}.")
-
-
+# The toy's weights as one tree, named as GPT-2 names them, read-only (freeze: toy_tree.py).
 PARAMS = freeze({
     "wte": _wte,                                   # [V, d]     token embeddings
     "wpe": _wpe,                                   # [n_ctx, d] position embeddings
@@ -303,9 +193,10 @@ PARAMS = freeze({
 })
 
 
-# --- 3. The pieces of the forward pass ------------------------------------------
-# Each piece holds its maths. Its check, for a learner who calls it directly with anything,
-# is declared above it (@checked, see toy_checks) and skipped when forward calls it.
+# --- 3. The functions of the forward pass ---------------------------------------
+# Each function holds its maths. Its check, for a learner who calls it directly with
+# anything, is declared above it (@checked, see toy_checks); when this module's own code
+# calls it (forward, block, ...), the check is not run again.
 
 @checked(check_layer_norm)
 def layer_norm(x, g, b, eps=1e-5):
@@ -395,7 +286,7 @@ def mlp(x, c_fc, c_proj, trace=None):
     return out
 
 
-# Each piece takes its weights by their GPT-2 names (layer_norm(x, g, b), linear(x, w, b),
+# Each function takes its weights by their GPT-2 names (layer_norm(x, g, b), linear(x, w, b),
 # mlp(x, c_fc, c_proj)); a block takes its whole dict, blk = params["blocks"][i].
 
 @checked(check_block)
@@ -419,7 +310,64 @@ def unembed(f, params):
     return f @ w_u                                  # [n, d] -> [n, V]
 
 
-# The widgets' switches are edits of the weights, each a new tree beside the old one.
+def forward(ids, params=PARAMS, n_head=N_HEAD, mask=True, trace=None, cache=None):
+    """ids -> logits [n, V]. Pass a dict as trace to get every intermediate by name.
+
+    ids: one text [n], or a batch of texts of one length [B, n] (for training). cache: a
+    list (empty at first) that keeps every block's keys and values; with it, ids are the
+    tokens that follow those already run, and only their rows are computed (a KV cache)."""
+    n_head = check_params(params, n_head)
+    as_flag(mask, "mask")
+    if not isinstance(trace, (dict, type(None))):
+        raise ValueError(f"forward's trace must be a dict (or None), not {shown_value(trace)}.")
+    start = check_cache(cache, params)              # positions already in the cache
+    ids = check_ids(ids, len(params["wpe"]) - start, len(params["wte"]))
+    if cache:
+        check_cache_batch(cache, ids)
+    if cache is not None and not cache:
+        cache.extend({} for _ in params["blocks"])
+    x = embed(np.asarray(ids), params["wte"], params["wpe"], start)    # [n, d]
+    y, traces = x, [{} for _ in params["blocks"]]    # what each block computed
+    for i, blk in enumerate(params["blocks"]):
+        y = block(y, blk, n_head=n_head, mask=mask,
+                  trace=None if trace is None else traces[i],
+                  cache=None if cache is None else cache[i])
+    f = layer_norm(y, **params["ln_f"])            # [n, d]
+    logits = unembed(f, params)                     # [n, V]
+    check_finite(logits, params, "forward")         # else: the weight that holds NaN, named
+    if trace is not None:                           # a trace used before is written anew
+        trace.clear()
+        trace.update(traces[-1] if len(traces) == 1 else {}, blocks=traces,
+                     ids=ids, x=x, y=y, f=f, logits=logits)
+    return logits
+
+
+def intermediates(text="the cat climbed the", **options):
+    """Everything the notebooks show, by name: x, q/k/v and weights per head, h, y, f, logits, p.
+
+    text: a string or token ids. options: params, n_head, mask (as forward)."""
+    ids = encode(text) if isinstance(text, str) else as_ids(text, "intermediates")
+    unknown = set(options) - {"params", "n_head", "mask"}
+    if unknown:
+        raise ValueError(f"intermediates takes the options params, n_head and mask, not "
+                         f"{', '.join(sorted(unknown))}: a switch is an edit of the weights, such "
+                         "as params=tm.switch_off(tm.PARAMS, 'attn') or params=tm.tie(tm.PARAMS).")
+    trace = {}
+    forward(ids, trace=trace, **options)
+    trace["tokens"] = [token_name(i) for i in trace["ids"]]
+    trace["p"] = softmax(trace["logits"])
+    return trace
+
+
+# Copies and edits of the weights: the widgets' switches are edits, each a new tree
+# beside the old one.
+
+def copy_params(params=None):
+    """A writable copy of the weights (of PARAMS by default), to change and run."""
+    params = PARAMS if params is None else params
+    check_params(params, 1)
+    return tree_map(np.array, params)
+
 
 def tie(params):
     """The same weights with the output layer tied to the token embeddings: without w_u,
@@ -446,56 +394,6 @@ def switch_off(params, branch):
     return walk(edit, params, kinds=(ReadOnlyDict, ReadOnlyList) if read_only else (dict, list))
 
 
-def forward(ids, params=PARAMS, n_head=N_HEAD, mask=True, trace=None, cache=None):
-    """ids -> logits [n, V]. Pass a dict as trace to get every intermediate by name.
-
-    ids: one text [n], or a batch of texts of one length [B, n] (for training). cache: a
-    list (empty at first) that keeps every block's keys and values; with it, ids are the
-    tokens that follow those already run, and only their rows are computed (a KV cache)."""
-    n_head = check_params(params, n_head)
-    as_flag(mask, "mask")
-    if not isinstance(trace, (dict, type(None))):
-        raise ValueError(f"forward's trace must be a dict (or None), not {shown_value(trace)}.")
-    start = check_cache(cache, params)              # positions already in the cache
-    ids = check_ids(ids, len(params["wpe"]) - start, len(params["wte"]))
-    if cache:
-        check_cache_batch(cache, ids)
-    if cache is not None and not cache:
-        cache.extend({} for _ in params["blocks"])
-    with checked_inside():                          # all checked: the pieces run bare
-        x = embed(np.asarray(ids), params["wte"], params["wpe"], start)    # [n, d]
-        y, traces = x, [{} for _ in params["blocks"]]    # what each block computed
-        for i, blk in enumerate(params["blocks"]):
-            y = block(y, blk, n_head=n_head, mask=mask,
-                      trace=None if trace is None else traces[i],
-                      cache=None if cache is None else cache[i])
-        f = layer_norm(y, **params["ln_f"])        # [n, d]
-        logits = unembed(f, params)                 # [n, V]
-    check_finite(logits, params, "forward")         # else: the weight that holds NaN, named
-    if trace is not None:                           # a trace used before is written anew
-        trace.clear()
-        trace.update(traces[-1] if len(traces) == 1 else {}, blocks=traces,
-                     ids=ids, x=x, y=y, f=f, logits=logits)
-    return logits
-
-
-def run(text="the cat climbed the", **options):
-    """Everything the notebooks show, by name: x, q/k/v and weights per head, h, y, f, logits, p.
-
-    text: a string or token ids. options: params, n_head, mask (as forward)."""
-    ids = encode(text) if isinstance(text, str) else as_ids(text, "run")
-    unknown = set(options) - {"params", "n_head", "mask"}
-    if unknown:
-        raise ValueError(f"run takes the options params, n_head and mask, not "
-                         f"{', '.join(sorted(unknown))}: a switch is an edit of the weights, such "
-                         "as params=tm.switch_off(tm.PARAMS, 'attn') or params=tm.tie(tm.PARAMS).")
-    trace = {}
-    forward(ids, trace=trace, **options)
-    trace["tokens"] = [show(i) for i in trace["ids"]]
-    trace["p"] = softmax(trace["logits"])
-    return trace
-
-
 # --- 4. The loss ---------------------------------------------------------------
 
 @checked(check_log_softmax)
@@ -515,6 +413,7 @@ def cross_entropy(logits, targets):
     if logits.ndim < 2:
         raise ValueError("cross_entropy takes one row of logits per position (n x V), not an array "
                          f"of shape {logits.shape}; for one position use logits[None].")
+    logits = as_logits(logits, "cross_entropy")
     targets = check_targets(targets, logits.shape[:-1], logits.shape[-1])
     graded = targets >= 0
     log_p = log_softmax(logits)                     # [..., n, V]

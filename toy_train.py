@@ -1,6 +1,6 @@
 """Lab 08: training the toy by gradient descent, with every gradient computed by hand.
 
-Each function of toy_model's forward pass has a `_backward` twin here; `backward` runs
+Each function of toy_model's forward pass has a `_backward` function here; `backward` runs
 them in reverse to get every weight's gradient, `finite_difference` measures one to
 check it, and the optimisers and `train` use them on the course's corpus.
 """
@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from toy_checks import (as_count, as_ids, as_numbers, as_path, check_ids, check_params,
-                        check_seed, check_targets, checked, checked_inside, is_number, layout_shapes, short_text,
-                        shown_value)
+                        check_seed, check_targets, checked, is_number, layout_shapes, raise_unless,
+                        short_text, shown_value)
 from toy_model import (EOT, N_CTX, N_HEAD, PARAMS, VOCAB, attention, block, cross_entropy, decode,
                        encode, forward, get_weight, mlp, multi_head, replace_weight, softmax,
                        tree_from, tree_map)
@@ -20,14 +20,14 @@ from toy_train_checks import (check_adam_step, check_attention_backward, check_b
                               check_linear_backward, check_mlp_backward, check_multi_head_backward,
                               check_sgd_step, check_softmax_backward,
                               check_softmax_cross_entropy_backward, check_transpose,
-                              check_unembed_backward, fits, leaves, positive)
+                              check_unembed_backward, leaves, positive)
 
 # Training moves every weight a little in the direction that lowers the loss of toy_model's
 # section 4. That direction is the gradient: for each weight, how fast the loss grows when the
 # weight grows. It is computed backwards (backpropagation): each forward function of
-# toy_model gets a `_backward` twin that takes d loss / d (its output), written d<output> and of
+# toy_model gets a `_backward` function that takes d loss / d (its output), written d<output> and of
 # the same shape, and returns d loss / d (its input) and d loss / d (its weights). What
-# the twins need from the forward pass they take from `trace` (what the forward
+# the backward functions need from the forward pass they take from `trace` (what the forward
 # function recorded) or, without it, recompute from their input.
 #
 # Training grades many texts at once, so this part also takes a batch: ids [B, n] with
@@ -41,8 +41,9 @@ def transpose(a):
     return a.swapaxes(-1, -2)
 
 
-# Each twin declares its check (in toy_train_checks): a direct call is checked, with one
-# sentence for what does not fit; inside backward, which checks once, the twins run bare.
+# Each backward function declares its check (in toy_train_checks): a learner's direct call
+# is checked, with one sentence for what does not fit; a call from this module's own code
+# (backward, loss_and_grads) is not, since that code has checked what came in.
 
 @checked(check_softmax_cross_entropy_backward)
 def softmax_cross_entropy_backward(logits, targets):
@@ -217,9 +218,8 @@ def loss_and_grads(ids, targets, params=PARAMS, n_head=N_HEAD):
     trace = {}
     logits = forward(ids, params, n_head, trace=trace)   # [..., n, V]
     loss = cross_entropy(logits, targets)                    # checks the targets too
-    with checked_inside():                                  # all checked: the twins run bare
-        dlogits = softmax_cross_entropy_backward(logits, np.asarray(targets))
-        return loss, backward(dlogits, np.asarray(ids), params, n_head, trace)
+    dlogits = softmax_cross_entropy_backward(logits, np.asarray(targets))
+    return loss, backward(dlogits, np.asarray(ids), params, n_head, trace)
 
 
 def check_batch(ids, targets):
@@ -302,9 +302,9 @@ def learning_rate(step, lr, steps, warmup=0, decay=False):
     to lr / 10 at the last step (nanoGPT's schedule)."""
     steps, lr = as_count(steps, "steps"), positive(lr, "The learning rate lr")
     step, warmup = as_count(step, "step", low=0), as_count(warmup, "warmup", low=0)
-    fits(step < steps and (warmup < steps or not warmup) and isinstance(decay, bool),
-         "learning_rate", f"step counts from 0 to steps - 1 = {steps - 1}, warmup is shorter "
-         f"than the run, and decay is True or False (got step {step}, warmup {warmup})")
+    raise_unless(step < steps and (warmup < steps or not warmup) and isinstance(decay, bool),
+                 "learning_rate", f"step counts from 0 to steps - 1 = {steps - 1}, warmup is shorter "
+                 f"than the run, and decay is True or False (got step {step}, warmup {warmup})")
     if step < warmup:
         return lr * (step + 1) / warmup
     if not decay:
@@ -484,7 +484,7 @@ def train(corpus, params=None, steps=200, lr=0.05, optimizer="adam", seed=0, tie
     params, the loss history: steps + 1 values, before each step and at the end).
     heldout: texts never trained on (load_heldout()), measured after every step.
     The other options are train_batches' (below)."""
-    fits(isinstance(tied, bool), "train", "tied is True or False")
+    raise_unless(isinstance(tied, bool), "train", "tied is True or False")
     batch = corpus_batch(corpus)
     held = None if heldout is None else corpus_batch(heldout)
     params = init_params(seed, tied) if params is None else params
@@ -514,8 +514,8 @@ def train_batches(batches, params, steps=200, lr=0.05, optimizer="adam", n_head=
     "heldout" (the held-out losses, steps + 1 values), "grad_norm" (the gradient's length
     before each step, before clipping), and at the end "best_step" and "best_params" (the
     lowest held-out loss's step and weights)."""
-    fits(callable(batches), "train_batches", "batches is a function of the step that gives "
-         "(ids, targets)")
+    raise_unless(callable(batches), "train_batches", "batches is a function of the step that gives "
+                 "(ids, targets)")
     if not isinstance(optimizer, str) or optimizer not in ("adam", "sgd"):
         raise ValueError(f"optimizer must be 'adam' or 'sgd', not {shown_value(optimizer)}.")
     steps = as_count(steps, "steps")
@@ -538,15 +538,13 @@ def train_batches(batches, params, steps=200, lr=0.05, optimizer="adam", n_head=
         record.update({"grad_norm": norms} | ({"heldout": held_history} if held is not None else {}))
     for step in range(steps + 1):
         ids, targets = _step_batch(batches(step), params, f"batches({step})")
-        # The first step goes through every check; after it the weights are the code's own,
-        # so the blocks run bare (each batch is checked just above). Weights that overflow
-        # then give a loss or a gradient that is not finite, which _check_diverged reports.
-        with np.errstate(over="ignore", invalid="ignore"), checked_inside(step > 0):
+        # Weights that overflow give a loss or a gradient that is not finite, which
+        # _check_diverged reports.
+        with np.errstate(over="ignore", invalid="ignore"):
             loss, grads = loss_and_grads(ids, targets, params, n_head)
             if held is not None:
                 held_history.append(cross_entropy(forward(held[0], params, n_head), held[1]))
-            with checked_inside():                          # the gradients are the code's own
-                norm = grad_norm(grads)
+            norm = grad_norm(grads)
         history.append(loss)
         _check_diverged(history, norm, lr, len(params["wte"]))
         if held is not None and held_history[-1] < best[0]:
@@ -560,14 +558,13 @@ def train_batches(batches, params, steps=200, lr=0.05, optimizer="adam", n_head=
                 record["best_step"], record["best_params"] = best[1], best[2]
             return (best[2] if early_stopping else params), history
         norms.append(norm)
-        with checked_inside():                              # the gradients are the code's own
-            if clip is not None:
-                grads, _ = clip_gradients(grads, clip)
-            rate = learning_rate(step, lr, steps, warmup, decay)
-            if optimizer == "adam":
-                params, state = adam_step(params, grads, state, rate)
-            else:
-                params = sgd_step(params, grads, rate)
+        if clip is not None:
+            grads, _ = clip_gradients(grads, clip)
+        rate = learning_rate(step, lr, steps, warmup, decay)
+        if optimizer == "adam":
+            params, state = adam_step(params, grads, state, rate)
+        else:
+            params = sgd_step(params, grads, rate)
 
 
 def _step_batch(batch, params, what):
@@ -604,9 +601,9 @@ def fisher_exact(hits_a, n_a, hits_b, n_b):
     than the one seen: a small p says such a lopsided split is rare without a difference."""
     from math import exp, lgamma
     for k, n in ((hits_a, n_a), (hits_b, n_b)):
-        fits(isinstance(k, (int, np.integer)) and isinstance(n, (int, np.integer))
-             and 0 <= k <= n and 0 < n <= 10_000, "fisher_exact", f"hits and runs are whole "
-             f"numbers with 0 <= hits <= runs <= 10,000, not {shown_value(k)} of {shown_value(n)}")
+        raise_unless(isinstance(k, (int, np.integer)) and isinstance(n, (int, np.integer))
+                     and 0 <= k <= n and 0 < n <= 10_000, "fisher_exact", f"hits and runs are whole "
+                     f"numbers with 0 <= hits <= runs <= 10,000, not {shown_value(k)} of {shown_value(n)}")
     def log_ways(n, k):                                     # ln of "n choose k"
         return lgamma(n + 1) - lgamma(k + 1) - lgamma(n - k + 1)
     hits, low = hits_a + hits_b, max(0, hits_a + hits_b - n_b)
@@ -621,13 +618,13 @@ def bootstrap_interval(a, b, statistic="median", n=10_000, seed=0, level=0.95):
     interval without 0 says the difference is larger than the luck of the seeds gives."""
     a = as_numbers(a, "bootstrap_interval (a)")
     b = as_numbers(b, "bootstrap_interval (b)")
-    fits(a.ndim == b.ndim == 1 and len(a) > 1 and len(b) > 1, "bootstrap_interval",
-         "a and b are lists of at least 2 numbers each")
-    fits(isinstance(statistic, str) and statistic in ("median", "mean"), "bootstrap_interval",
-         f"statistic is 'median' or 'mean', not {shown_value(statistic)}")
+    raise_unless(a.ndim == b.ndim == 1 and len(a) > 1 and len(b) > 1, "bootstrap_interval",
+                 "a and b are lists of at least 2 numbers each")
+    raise_unless(isinstance(statistic, str) and statistic in ("median", "mean"), "bootstrap_interval",
+                 f"statistic is 'median' or 'mean', not {shown_value(statistic)}")
     n, seed = as_count(n, "n", high=10**6), check_seed(seed)
-    fits(is_number(level) and 0 < level < 1, "bootstrap_interval",
-         f"level is a share between 0 and 1, such as 0.95, not {shown_value(level)}")
+    raise_unless(is_number(level) and 0 < level < 1, "bootstrap_interval",
+                 f"level is a share between 0 and 1, such as 0.95, not {shown_value(level)}")
     stat = np.median if statistic == "median" else np.mean
     rng = np.random.default_rng(seed)
     draws = (stat(a[rng.integers(0, len(a), (n, len(a)))], axis=1)

@@ -1,21 +1,15 @@
-"""The declared checks of toy_train's backward twins and optimisers.
+"""The declared checks of toy_train's backward functions and optimisers.
 
-Each `_backward` twin of toy_train holds only its maths and names its check here with
+Each `_backward` function of toy_train holds only its maths and names its check here with
 `@checked(...)`: a learner's direct call is checked, with one sentence for what does not
-fit; inside `backward` and `loss_and_grads`, which check what comes in once, the twins
-run bare. A check returns the arguments as arrays, as toy_checks' checks do.
+fit; a call from toy_train's own code (`backward`, `loss_and_grads`, which check what comes
+in once) is not. A check returns the arguments as arrays, as toy_checks' checks do.
 """
 import numpy as np
 
 from toy_checks import (BLOCK_SHAPES, MLP_PARTS, as_layer, as_numbers, check_ids, check_n_head,
-                        check_params, is_number, shown_value, weight_at)
+                        check_params, is_number, raise_unless, shown_value, weight_at)
 from toy_model import N_HEAD, PARAMS, cross_entropy, tree_map, walk, weight_name
-
-
-def fits(ok, who, what):
-    """One sentence, "who: what.", unless ok."""
-    if not ok:
-        raise ValueError(f"{who}: {what}.")
 
 
 def positive(x, what):
@@ -40,33 +34,33 @@ def as_linear(layer, who, d_in, d_out=None):
     layer = as_layer(layer, who)
     w = as_numbers(layer["w"], f"{who} (its w)", min_dims=2)
     b = as_numbers(layer["b"], f"{who} (its b)", min_dims=1)
-    fits(w.ndim == 2 and w.shape[0] == d_in and (d_out is None or w.shape[1] == d_out)
-         and b.shape == w.shape[1:], who, f"its w must be [{d_in}, {d_out or 'd_out'}] and b "
-         f"[d_out], not {w.shape} and {b.shape}")
+    raise_unless(w.ndim == 2 and w.shape[0] == d_in and (d_out is None or w.shape[1] == d_out)
+                 and b.shape == w.shape[1:], who, f"its w must be [{d_in}, {d_out or 'd_out'}] and b "
+                 f"[d_out], not {w.shape} and {b.shape}")
     return {"w": w, "b": b}
 
 
 def as_block(blk, d, who):
     """A block's weights with consistent shapes for rows of d numbers, or one sentence."""
-    fits(isinstance(blk, dict), who, "blk must be one block's weights (tm.PARAMS['blocks'][0])")
+    raise_unless(isinstance(blk, dict), who, "blk must be one block's weights (tm.PARAMS['blocks'][0])")
     m = np.shape(weight_at(blk, "mlp.c_fc.w") if weight_at(blk, "mlp.c_fc.w") is not None else ())
     sizes = {"d": d, "3d": 3 * d, "m": m[-1] if len(m) == 2 else 0}
     for name, dims in BLOCK_SHAPES.items():
         if "mlp" not in blk and name.startswith(MLP_PARTS):
             continue                                        # an attention-only block
         w, want = weight_at(blk, name), tuple(sizes[k] for k in dims.split())
-        fits(w is not None and np.shape(w) == want, who,
-             f"the block's {name} must have shape {want}, not {np.shape(w) if w is not None else 'none'}")
+        raise_unless(w is not None and np.shape(w) == want, who,
+                     f"the block's {name} must have shape {want}, not {np.shape(w) if w is not None else 'none'}")
         as_numbers(w, f"{who} ({name})", min_dims=1)
     return blk
 
 
 def as_mask(mask, who):
-    fits(isinstance(mask, (bool, np.bool_)), who, "mask is True or False")
+    raise_unless(isinstance(mask, (bool, np.bool_)), who, "mask is True or False")
     return bool(mask)
 
 
-# --- The twins' checks, in the order of toy_train ---------------------------------------
+# --- The backward functions' checks, in the order of toy_train ---------------------------------------
 
 def check_transpose(a):
     return (as_numbers(a, "transpose", min_dims=2),), {}
@@ -81,19 +75,19 @@ def check_linear_backward(dout, x, w):
     x = as_numbers(x, "linear_backward (x)", min_dims=1)
     w = as_numbers(w, "linear_backward (w)", min_dims=2)
     dout = as_numbers(dout, "linear_backward (dout)", min_dims=1)
-    fits(w.ndim == 2 and x.shape[-1] == w.shape[0] and dout.shape == x.shape[:-1] + w.shape[1:],
-         "linear_backward", f"for out = x w + b, x [..., d_in], w [d_in, d_out] and dout "
-         f"[..., d_out] must fit, not {x.shape}, {w.shape} and {dout.shape}")
+    raise_unless(w.ndim == 2 and x.shape[-1] == w.shape[0] and dout.shape == x.shape[:-1] + w.shape[1:],
+                 "linear_backward", f"for out = x w + b, x [..., d_in], w [d_in, d_out] and dout "
+                 f"[..., d_out] must fit, not {x.shape}, {w.shape} and {dout.shape}")
     return (dout, x, w), {}
 
 
 def check_layer_norm_backward(dout, x, g, eps=1e-5):
     dout, x = same_shape("layer_norm_backward", dout=dout, x=x)
     g = as_numbers(g, "layer_norm_backward (g)")
-    fits(g.shape in ((), x.shape[-1:]), "layer_norm_backward", f"g must have one number per "
-         f"column of x ({x.shape[-1]}), not shape {g.shape}")
-    fits(is_number(eps) and 0 <= eps < np.inf, "layer_norm_backward", f"eps must be a number, 0 "
-         f"or more (GPT-2's is 1e-5), not {eps!r}")
+    raise_unless(g.shape in ((), x.shape[-1:]), "layer_norm_backward", f"g must have one number per "
+                 f"column of x ({x.shape[-1]}), not shape {g.shape}")
+    raise_unless(is_number(eps) and 0 <= eps < np.inf, "layer_norm_backward", f"eps must be a number, 0 "
+                 f"or more (GPT-2's is 1e-5), not {eps!r}")
     return (dout, x, g, eps), {}
 
 
@@ -115,15 +109,15 @@ def check_softmax_backward(dout, p):
 def check_attention_backward(dout, q, k, v, mask=True, weights=None):
     dout, q, k, v = (as_numbers(a, f"attention_backward ({name})", min_dims=2)
                      for name, a in zip(["dout", "q", "k", "v"], [dout, q, k, v]))
-    fits(k.shape == v.shape and q.shape[:-2] == k.shape[:-2] and q.shape[-1] == k.shape[-1]
-         and q.shape[-2] <= k.shape[-2] and dout.shape == q.shape, "attention_backward",
-         f"q [m, d_head], k and v [n, d_head] (m <= n) and dout [m, d_head] must fit, not "
-         f"{q.shape}, {k.shape}, {v.shape} and {dout.shape}")
+    raise_unless(k.shape == v.shape and q.shape[:-2] == k.shape[:-2] and q.shape[-1] == k.shape[-1]
+                 and q.shape[-2] <= k.shape[-2] and dout.shape == q.shape, "attention_backward",
+                 f"q [m, d_head], k and v [n, d_head] (m <= n) and dout [m, d_head] must fit, not "
+                 f"{q.shape}, {k.shape}, {v.shape} and {dout.shape}")
     mask = as_mask(mask, "attention_backward")
     if weights is not None:
         weights = as_numbers(weights, "attention_backward (weights)", min_dims=2)
-        fits(weights.shape == q.shape[:-1] + k.shape[-2:-1], "attention_backward",
-             f"weights must be [m, n] = {q.shape[:-1] + k.shape[-2:-1]}, not {weights.shape}")
+        raise_unless(weights.shape == q.shape[:-1] + k.shape[-2:-1], "attention_backward",
+                     f"weights must be [m, n] = {q.shape[:-1] + k.shape[-2:-1]}, not {weights.shape}")
     return (dout, q, k, v, mask, weights), {}
 
 
@@ -134,13 +128,13 @@ def check_multi_head_backward(dout, x, c_attn, c_proj, n_head, mask=True, trace=
     c_proj = as_linear(c_proj, "multi_head_backward (c_proj)", d, d)
     n_head = check_n_head(n_head, d)
     mask = as_mask(mask, "multi_head_backward")
-    fits(x.ndim >= 2, "multi_head_backward", "x needs one row per position, [n, d]")
+    raise_unless(x.ndim >= 2, "multi_head_backward", "x needs one row per position, [n, d]")
     return (dout, x, c_attn, c_proj, n_head, mask, trace), {}
 
 
 def check_block_backward(dy, x, blk, n_head, trace=None):
     dy, x = same_shape("block_backward", dy=dy, x=x)
-    fits(x.ndim >= 2, "block_backward", "x needs one row per position, [n, d]")
+    raise_unless(x.ndim >= 2, "block_backward", "x needs one row per position, [n, d]")
     blk = as_block(blk, x.shape[-1], "block_backward")
     n_head = check_n_head(n_head, x.shape[-1])
     return (dy, x, blk, n_head, trace), {}
@@ -155,9 +149,9 @@ def check_embed_backward(dx, ids, wte, wpe):
     wpe = as_numbers(wpe, "embed_backward (wpe)", min_dims=2)
     ids = np.asarray(check_ids(ids, len(wpe), len(wte)))
     dx = as_numbers(dx, "embed_backward (dx)", min_dims=2)
-    fits(wte.ndim == wpe.ndim == 2 and dx.shape == ids.shape + wte.shape[1:], "embed_backward",
-         f"dx must have one row of d = {wte.shape[-1]} numbers per id, {ids.shape + wte.shape[1:]}, "
-         f"not {dx.shape}")
+    raise_unless(wte.ndim == wpe.ndim == 2 and dx.shape == ids.shape + wte.shape[1:], "embed_backward",
+                 f"dx must have one row of d = {wte.shape[-1]} numbers per id, {ids.shape + wte.shape[1:]}, "
+                 f"not {dx.shape}")
     return (dx, ids, wte, wpe), {}
 
 
@@ -166,11 +160,11 @@ def check_backward(dlogits, ids, params=PARAMS, n_head=N_HEAD, trace=None):
     ids = np.asarray(check_ids(ids, len(params["wpe"]), len(params["wte"])))
     dlogits = as_numbers(dlogits, "backward (dlogits)", min_dims=2)
     V = len(params["wte"])
-    fits(dlogits.shape == ids.shape + (V,), "backward", f"dlogits must have one row of V = {V} "
-         f"numbers per id, {ids.shape + (V,)}, not {dlogits.shape}")
+    raise_unless(dlogits.shape == ids.shape + (V,), "backward", f"dlogits must have one row of V = {V} "
+                 f"numbers per id, {ids.shape + (V,)}, not {dlogits.shape}")
     if trace is not None:
-        fits(isinstance(trace, dict) and "blocks" in trace, "backward",
-             "trace is what forward(ids, params, trace=trace) filled for these ids")
+        raise_unless(isinstance(trace, dict) and "blocks" in trace, "backward",
+                     "trace is what forward(ids, params, trace=trace) filled for these ids")
     return (dlogits, ids, params, n_head, trace), {}
 
 
@@ -203,8 +197,8 @@ def check_grads(params, grads):
 
 def gradient_tree(grads, who):
     """grads as a tree of finite arrays (as loss_and_grads returns them), or one sentence."""
-    fits(isinstance(grads, (dict, list)) and grads, who, "grads must be a tree of gradients, "
-         "as loss_and_grads returns them")
+    raise_unless(isinstance(grads, (dict, list)) and grads, who, "grads must be a tree of gradients, "
+                 "as loss_and_grads returns them")
     found = leaves(grads)
     arrays = {name: as_numbers(g, f"{who} (the gradient {name!r})") for name, g in found.items()}
     if all(arrays[name] is found[name] for name in found):

@@ -7,62 +7,58 @@ learning_rate (the steps tt.train_batches takes), toy_model's forward and genera
 checkpoint. What is new is only the data: characters as tokens, random windows of the
 text as batches, and the baselines a model has to beat.
 """
-from pathlib import Path
-
 import numpy as np
 
-from toy_checks import (as_count, as_path, check_params, check_seed, checked_inside, is_number,
-                        shown_value)
-from toy_model import cross_entropy, forward, generate as generate_tokens, tree_map
-from toy_train import adam_step, init_params, learning_rate, loss_and_grads, read_sweep
+from toy_checks import as_count, as_path, check_params, check_seed, is_number, shown_value
+from toy_model import cross_entropy, forward, generate, tree_map
+from toy_train import DATA, adam_step, init_params, learning_rate, loss_and_grads, read_sweep
 
-DATA = Path(__file__).with_name("data")
 TEXT = DATA / "shakespeare"
 CHARS = "\n !&',-.:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-V = len(CHARS)                          # 63 tokens: newline, space, 9 marks, 52 letters
+N_CHARS = len(CHARS)                    # 63 tokens: newline, space, 9 marks, 52 letters
 INDEX = {c: i for i, c in enumerate(CHARS)}
 
 # The live run's recipe, measured feasible on 2 cores (benchmarks/training.py, the sweep):
 RECIPE = {"d": 64, "n_layer": 4, "n_head": 4, "d_mlp": 256, "n_ctx": 64, "batch": 32,
           "lr": 3e-3, "warmup": 100, "steps": 1500}
-LIVE_SEED = 0                           # fixed before the sweep ran, not picked from it
+CHAR_SEED = 0                           # fixed before the sweep ran, not picked from it
 HELD_SEED = 7                           # the held-out windows measured during training
 EVAL_WINDOWS = 64                       # of n_ctx characters each, every `every` steps
 
 
 # --- Characters as tokens ---------------------------------------------------------------
 
-def encode(text):
+def encode_chars(text):
     """Text -> ids: one id per character, its place in CHARS."""
     if not isinstance(text, str):
-        raise ValueError(f"tx.encode takes text (a string), not {shown_value(text)}.")
+        raise ValueError(f"tx.encode_chars takes text (a string), not {shown_value(text)}.")
     try:
         return np.array([INDEX[c] for c in text], dtype=np.intp)     # numpy's index type
     except KeyError:
         bad = next(i for i, c in enumerate(text) if c not in INDEX)
-        raise ValueError(f"tx.encode: the character {text[bad]!r} (at position {bad}) is not in "
-                         f"the vocabulary of {V} characters (letters, space, newline and the "
+        raise ValueError(f"tx.encode_chars: the character {text[bad]!r} (at position {bad}) is not in "
+                         f"the vocabulary of {N_CHARS} characters (letters, space, newline and the "
                          "marks !&',-.:;?).") from None
 
 
-def decode(ids):
+def decode_chars(ids):
     """Ids -> text: each id's character."""
     arr = np.asarray(ids) if isinstance(ids, (list, tuple, np.ndarray)) else np.zeros((0, 0))
     if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
-        raise ValueError(f"tx.decode takes a list of whole-number ids, not {shown_value(ids)}.")
-    bad = [int(i) for i in arr if not 0 <= i < V]
+        raise ValueError(f"tx.decode_chars takes a list of whole-number ids, not {shown_value(ids)}.")
+    bad = [int(i) for i in arr if not 0 <= i < N_CHARS]
     if bad:
-        raise ValueError(f"tx.decode: the id {bad[0]} is not in the vocabulary, whose ids go "
-                         f"from 0 to {V - 1}.")
+        raise ValueError(f"tx.decode_chars: the id {bad[0]} is not in the vocabulary, whose ids go "
+                         f"from 0 to {N_CHARS - 1}.")
     return "".join(CHARS[i] for i in arr)
 
 
 def char_ids(ids, who, n_min=2):
-    """ids as a 1-D array of whole numbers from 0 to V - 1 (at least n_min), or one sentence."""
+    """ids as a 1-D array of whole numbers from 0 to N_CHARS - 1 (at least n_min), or one sentence."""
     arr = np.asarray(ids) if isinstance(ids, (list, tuple, np.ndarray)) else np.zeros((0, 0))
-    if arr.ndim != 1 or len(arr) < n_min or arr.dtype.kind not in "iu" or arr.min() < 0 or arr.max() >= V:
-        raise ValueError(f"{who} takes character ids, as tx.encode(text) gives them (at least "
-                         f"{n_min}, each from 0 to {V - 1}), not {shown_value(ids)}.")
+    if arr.ndim != 1 or len(arr) < n_min or arr.dtype.kind not in "iu" or arr.min() < 0 or arr.max() >= N_CHARS:
+        raise ValueError(f"{who} takes character ids, as tx.encode_chars(text) gives them (at least "
+                         f"{n_min}, each from 0 to {N_CHARS - 1}), not {shown_value(ids)}.")
     return arr
 
 
@@ -95,7 +91,7 @@ def random_windows(ids, rng, size=RECIPE["batch"], n_ctx=RECIPE["n_ctx"]):
     return windows(ids, rng.integers(0, len(ids) - n_ctx, size), n_ctx)
 
 
-def batches(ids, seed, size=RECIPE["batch"], n_ctx=RECIPE["n_ctx"]):
+def char_batches(ids, seed, size=RECIPE["batch"], n_ctx=RECIPE["n_ctx"]):
     """A function of the step giving a fresh random batch each time."""
     rng = np.random.default_rng(check_seed(seed))
     return lambda step: random_windows(ids, rng, size, n_ctx)
@@ -122,14 +118,14 @@ def model_loss(params, n_head, inputs, targets, chunk=64):
 # --- Baselines: what a model must beat ----------------------------------------------------
 
 def unigram_counts(ids):
-    """How often each character occurs: [V]."""
-    return np.bincount(char_ids(ids, "tx.unigram_counts", 1), minlength=V)
+    """How often each character occurs: [N_CHARS]."""
+    return np.bincount(char_ids(ids, "tx.unigram_counts", 1), minlength=N_CHARS)
 
 
 def bigram_counts(ids):
-    """counts[a, b]: how often character b follows character a: [V, V]."""
+    """counts[a, b]: how often character b follows character a: [N_CHARS, N_CHARS]."""
     ids = char_ids(ids, "tx.bigram_counts")
-    counts = np.zeros((V, V), dtype=np.int64)
+    counts = np.zeros((N_CHARS, N_CHARS), dtype=np.int64)
     np.add.at(counts, (ids[:-1], ids[1:]), 1)
     return counts
 
@@ -137,33 +133,33 @@ def bigram_counts(ids):
 def smoothed(counts, add=1.0):
     """Probabilities from counts, each count raised by `add` first (add-one smoothing: a
     character never seen still gets a little probability, so no loss is infinite). Works
-    on the last axis: [V] or [V, V] (one row per previous character)."""
+    on the last axis: [N_CHARS] or [N_CHARS, N_CHARS] (one row per previous character)."""
     arr = np.asarray(counts) if isinstance(counts, (list, tuple, np.ndarray)) else np.zeros(0, str)
     if arr.ndim not in (1, 2) or not arr.size or arr.dtype.kind not in "iuf" or not np.all(arr >= 0) \
             or not (is_number(add) and 0 < add < float("inf")):
-        raise ValueError(f"tx.smoothed takes counts (a row [V] or a table [V, V] of numbers, none "
+        raise ValueError(f"tx.smoothed takes counts (a row [N_CHARS] or a table [N_CHARS, N_CHARS] of numbers, none "
                          f"below 0) and add > 0, not {shown_value(counts)} and {shown_value(add)}.")
     arr = arr.astype(float) + add
     return arr / arr.sum(axis=-1, keepdims=True)
 
 
 def baselines(train_ids, held_ids, add=1.0):
-    """Held-out nats per character of three guesses: uniform (ln V), unigram (each
+    """Held-out nats per character of three guesses: uniform (ln N_CHARS), unigram (each
     character's frequency in training), bigram (the frequency given the one before)."""
     held_ids = char_ids(held_ids, "tx.baselines (held_ids)")
     p1 = smoothed(unigram_counts(train_ids), add)
     p2 = smoothed(bigram_counts(train_ids), add)
-    return {"uniform": float(np.log(V)),
+    return {"uniform": float(np.log(N_CHARS)),
             "unigram": float(-np.log(p1[held_ids[1:]]).mean()),
             "bigram": float(-np.log(p2[held_ids[:-1], held_ids[1:]]).mean())}
 
 
 # --- The model and its training -----------------------------------------------------------
 
-def new_model(seed, recipe=RECIPE):
+def new_char_model(seed, recipe=RECIPE):
     """GPT-2's initialisation at the recipe's sizes, an output layer of its own, float32."""
     params = init_params(seed, tied=False, d=recipe["d"], d_mlp=recipe["d_mlp"],
-                         n_layer=recipe["n_layer"], n_vocab=V, n_ctx=recipe["n_ctx"])
+                         n_layer=recipe["n_layer"], n_vocab=N_CHARS, n_ctx=recipe["n_ctx"])
     return tree_map(lambda w: np.asarray(w, dtype=np.float32), params)
 
 
@@ -171,11 +167,11 @@ def flops_per_token(recipe=RECIPE):
     """About how many multiply-adds x 2 one character costs in the forward pass: 2 per
     weight of the matrices, plus attention's scores and sums (2 n_ctx d per block, twice)."""
     d, m, L, n = recipe["d"], recipe["d_mlp"], recipe["n_layer"], recipe["n_ctx"]
-    matrices = L * (d * 3 * d + d * d + 2 * d * m) + d * V
+    matrices = L * (d * 3 * d + d * d + 2 * d * m) + d * N_CHARS
     return 2 * matrices + L * 2 * 2 * n * d
 
 
-def train(seed=LIVE_SEED, steps=None, every=50, callback=None, sample_every=250,
+def train_chars(seed=CHAR_SEED, steps=None, every=50, callback=None, sample_every=250,
           prompt="ROMEO:\n", recipe=RECIPE):
     """Train a fresh model (seed: its weights and its batches) with the recipe: Adam, a
     warm-up (a run shorter than the recipe's warms up over its first tenth), then a cosine
@@ -189,7 +185,7 @@ def train(seed=LIVE_SEED, steps=None, every=50, callback=None, sample_every=250,
     every, sample_every = as_count(every, "every"), as_count(sample_every, "sample_every")
     if callback is not None and not callable(callback):
         raise ValueError(f"train's callback must be a function, not {shown_value(callback)}.")
-    train_ids, held_ids = encode(load_text("train")), encode(load_text("heldout"))
+    train_ids, held_ids = encode_chars(load_text("train")), encode_chars(load_text("heldout"))
     held = heldout_windows(held_ids, EVAL_WINDOWS, recipe["n_ctx"], HELD_SEED)
     n_head = recipe["n_head"]
     run = {"n_head": n_head, "steps": [], "train": [], "heldout": [], "samples": {}}
@@ -212,7 +208,7 @@ def train(seed=LIVE_SEED, steps=None, every=50, callback=None, sample_every=250,
             callback(step, run["train"][-1], held_loss, text)
 
     run["params"], run["history"] = adam_run(
-        batches(train_ids, seed, recipe["batch"], recipe["n_ctx"]), new_model(seed, recipe),
+        char_batches(train_ids, seed, recipe["batch"], recipe["n_ctx"]), new_char_model(seed, recipe),
         steps, recipe["lr"], min(recipe["warmup"], steps // 10), n_head, on_step, record)
     return run
 
@@ -232,8 +228,7 @@ def adam_run(batches, params, steps, lr, warmup, n_head, callback, record):
     state, history = None, []
     for step in range(steps + 1):
         ids, targets = batches(step)
-        with checked_inside(step > 0):                   # the first step goes through every check
-            loss, grads = loss_and_grads(ids, targets, params, n_head)
+        loss, grads = loss_and_grads(ids, targets, params, n_head)
         if not np.isfinite(loss):
             raise ValueError(f"Training diverged at step {step}: the loss is {loss}.")
         history.append(loss)
@@ -242,42 +237,41 @@ def adam_run(batches, params, steps, lr, warmup, n_head, callback, record):
         if step == steps:
             return params, history
         rate = float(learning_rate(step, lr, steps, warmup, decay=True))
-        with checked_inside():
-            params, state = adam_step(params, grads, state, rate)
+        params, state = adam_step(params, grads, state, rate)
 
 
 # --- Generation: the course's one loop, with the context cropped ---------------------------
 
-def generate(params, n_head, prompt, n_new=80, temperature=0.8, top_k=None, top_p=None, seed=0):
+def generate_chars(params, n_head, prompt, n_new=80, temperature=0.8, top_k=None, top_p=None, seed=0):
     """prompt (text) and n_new more characters, drawn with tm.generate one at a time. The
     model reads at most n_ctx positions, so before each step the text is cropped to its
     last n_ctx - 1 characters (tm.generate stops when the context is full): what falls off
     the front the model no longer sees. Returns the new characters only."""
     check_params(params, n_head)
-    ids = list(encode(prompt))
+    ids = list(encode_chars(prompt))
     if not ids:
-        raise ValueError("tx.generate needs a prompt of at least one character.")
+        raise ValueError("tx.generate_chars needs a prompt of at least one character.")
     n_new = as_count(n_new, "n_new", low=0, high=10_000)
     rng = np.random.default_rng(check_seed(seed))
     keep = len(params["wpe"]) - 1
     new = []
     for _ in range(n_new):
-        step = generate_tokens(ids[-keep:], temperature, top_k, top_p, seed=rng, params=params,
-                               n_head=n_head, max_new=1, eot=None)
+        step = generate(ids[-keep:], temperature, top_k, top_p, seed=rng, params=params,
+                        n_head=n_head, max_new=1, eot=None)
         ids.append(step[0]["next"])
         new.append(step[0]["next"])
-    return decode(new)
+    return decode_chars(new)
 
 
 def sample_line(params, n_head, prompt="ROMEO:\n", n_new=80, temperature=0.8, seed=0):
     """What training shows as it goes: prompt and n_new sampled characters."""
-    return prompt + generate(params, n_head, prompt, n_new, temperature, seed=seed)
+    return prompt + generate_chars(params, n_head, prompt, n_new, temperature, seed=seed)
 
 
 def next_char_probs(params, n_head, prompt):
-    """p of the next character after prompt (its last n_ctx characters): [V]."""
+    """p of the next character after prompt (its last n_ctx characters): [N_CHARS]."""
     check_params(params, n_head)
-    ids = encode(prompt)
+    ids = encode_chars(prompt)
     if not len(ids):
         raise ValueError("tx.next_char_probs needs a prompt of at least one character.")
     logits = forward(ids[-len(params["wpe"]):], params, n_head)[-1].astype(float)
@@ -287,27 +281,27 @@ def next_char_probs(params, n_head, prompt):
 
 # --- What the lab ships: the live run's weights and the sweep ------------------------------
 
-CHECKPOINT = TEXT / "model"
+CHAR_CHECKPOINT = TEXT / "model"
 
 
-def load_trained(folder=None):
-    """The live run's final weights (seed LIVE_SEED, the recipe's 1,500 steps), shipped as a
+def load_char_model(folder=None):
+    """The live run's final weights (seed CHAR_SEED, the recipe's 1,500 steps), shipped as a
     GPT-2 checkpoint of ids alone (float32): {"params", "n_head"}."""
     from toy_gpt2 import load_gpt2
-    lab = load_gpt2(CHECKPOINT if folder is None else folder)
-    return {"params": lab["params"], "n_head": lab["n_head"]}
+    checkpoint = load_gpt2(CHAR_CHECKPOINT if folder is None else folder)
+    return {"params": checkpoint["params"], "n_head": checkpoint["n_head"]}
 
 
 def save_trained(run, folder=None, overwrite=False):
     """Write a run's weights as the shipped checkpoint (toy_gpt2.save_gpt2, float32)."""
     from toy_gpt2 import save_gpt2
-    return save_gpt2(CHECKPOINT if folder is None else folder, run["params"], run["n_head"],
+    return save_gpt2(CHAR_CHECKPOINT if folder is None else folder, run["params"], run["n_head"],
                      overwrite=overwrite)
 
 
-def load_sweep(path=None):
+def load_char_sweep(path=None):
     """The stored sweep (data/writes_sweep.json, written by tools/writes_sweep.py)."""
-    path = as_path(DATA / "writes_sweep.json" if path is None else path, "load_sweep")
+    path = as_path(DATA / "writes_sweep.json" if path is None else path, "load_char_sweep")
     return read_sweep(path, "sweep", "tools/writes_sweep.py")
 
 

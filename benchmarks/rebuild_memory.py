@@ -53,13 +53,13 @@ def builders():
     import toy_gpt2 as tg
     import toy_train as tt
     import toy_widgets as tw
-    lab = tg.load_gpt2(tg.save_toy_as_gpt2(tempfile.mkdtemp()))
+    checkpoint = tg.load_gpt2(tg.save_toy_as_gpt2(tempfile.mkdtemp()))
     corpus = tt.load_corpus()
     made = {name: getattr(tw, name) for name in [
         "tokenizer_widget", "embedding_scatter", "query_picker", "mask_and_heads",
         "block_branches", "logit_playground", "logit_shift", "attention_switch", "tying_switch",
         "temperature_explorer", "generation_stepper"]}
-    made["lab_attention"] = lambda: tw.lab_attention(lab)
+    made["lab_attention"] = lambda: tw.lab_attention(checkpoint)
     made["train_live"] = lambda: (tw.train_live(corpus, steps=2, every=1), tw.train_live.panel)[1]
     made["exercise"] = lambda: tw.exercise("06.3")
     return made

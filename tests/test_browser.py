@@ -63,7 +63,7 @@ from widget_tools import nats, open_weights_by_hand, summary
 # --- What the widgets must show, from the model (numbers formatted as the course does)
 
 PROMPT = "the cat climbed the"
-RUN = tm.run(PROMPT)
+RUN = tm.intermediates(PROMPT)
 Z0 = RUN["logits"][-1]
 P0 = tm.softmax(Z0)
 ROOF, WALL = tm.VOCAB.index(" roof"), tm.VOCAB.index(" wall")
@@ -94,7 +94,7 @@ def leak_line(heads):
 
 def block_lines(attention_on=True, mlp_on=True):
     params = tm.PARAMS if attention_on else tm.switch_off(tm.PARAMS, "attn")
-    r = tm.run(PROMPT, params=params if mlp_on else tm.switch_off(params, "mlp"))
+    r = tm.intermediates(PROMPT, params=params if mlp_on else tm.switch_off(params, "mlp"))
     best = int(np.argmax(r["p"][-1]))
     return (*(fmt(v) for v in r["y"][-1]),
             f"most likely next: {tw.TOKENS[best]} ({fmt(r['p'][-1][best])})")
@@ -117,7 +117,7 @@ def explorer_line(T, k, top_p, typed_T, typed_p):
     p = tm.next_token_probs(Z0, T, k, top_p)
     top = int(np.argmax(p))
     return (f"T = {typed_T}, k = {k}, p = {typed_p}: kept {int((p > 0).sum())} of 12 tokens · "
-            f"most likely {tm.show(top)} with p = {fmt(p[top])} · entropy {fmt(nats(p))} nats "
+            f"most likely {tm.token_name(top)} with p = {fmt(p[top])} · entropy {fmt(nats(p))} nats "
             f"(uniform: {fmt(np.log(12))})")
 
 
@@ -129,7 +129,7 @@ def stepper_lines(temperatures, seed=0, prompt=PROMPT):
         p = tm.next_token_probs(tm.forward(ids)[-1], T)
         nxt = int(np.argmax(p)) if T == 0 else tm.sample(p, rng)
         ids = ids + [nxt]
-        lines.append(f"Step {k}: drew {tm.show(nxt)}, which had p = {fmt(p[nxt])}.")
+        lines.append(f"Step {k}: drew {tm.token_name(nxt)}, which had p = {fmt(p[nxt])}.")
     return lines
 
 
@@ -137,7 +137,7 @@ STEPS = stepper_lines([1.0, 0.333], seed=18, prompt="the")     # as notebook 07 
 
 # Lab 10's widgets show the model trained live in the browser's kernel; the numbers expected
 # come from the shipped checkpoint of that same run, on the row notebook 10 shows.
-COPIER = ti.load_trained()
+COPIER = ti.load_copy_model()
 ROW = ti.repeat_rows(3, 1, filler_first=True)
 
 
@@ -157,7 +157,7 @@ def all_on_line():
 
 
 # The replay starts where the live run's fall begins: the live run is the sweep's seed.
-FALL = next(r["fall"] for r in ti.load_sweep()["runs"] if r["setting"] == "two blocks" and r["seed"] == ti.LIVE_SEED)
+FALL = next(r["fall"] for r in ti.load_copy_sweep()["runs"] if r["setting"] == "two blocks" and r["seed"] == ti.COPY_SEED)
 
 # What to do to each notebook's widgets, and what must change then. Entries are added
 # notebook by notebook, as its widgets are written. The key is the notebook's file name;
@@ -225,10 +225,10 @@ INTERACTIONS: dict[str, list[Interaction]] = {
         Interaction("logit-shift", type_text("abc"), expect=TEXT_CHANGES, contains="is not a number"),
         Interaction("attention-switch", look(), TEXT_SHOWS, "attention on: " + summary(P0)),
         Interaction("attention-switch", click("attention on"), CANVAS_CHANGES,
-                    "attention off: " + summary(tm.run(PROMPT, params=tm.switch_off(tm.PARAMS, "attn"))["p"][-1])),
+                    "attention off: " + summary(tm.intermediates(PROMPT, params=tm.switch_off(tm.PARAMS, "attn"))["p"][-1])),
         Interaction("tying-switch", look(), TEXT_SHOWS, "own W_U: " + summary(P0)),
         Interaction("tying-switch", click("own W_U"), CANVAS_CHANGES,
-                    "tied: W_U = Eᵀ: " + summary(tm.run(PROMPT, params=tm.tie(tm.PARAMS))["p"][-1])),
+                    "tied: W_U = Eᵀ: " + summary(tm.intermediates(PROMPT, params=tm.tie(tm.PARAMS))["p"][-1])),
         Interaction("tying-switch", type_text("the zebra"), expect=TEXT_CHANGES, contains="no token for"),
     ],
     "07_generation.ipynb": [

@@ -140,8 +140,8 @@ def test_an_exact_answer_with_fewer_decimals_is_right():
     assert not say("0.25").startswith("Right") and not say("0.3").startswith("Right")
 
 
-def test_the_two_cases_that_disagreed_before():
-    """A value one unit off was "Right" and echoed back, and a 2-decimal value passed."""
+def test_one_unit_off_and_two_decimals_are_close_not_right():
+    """A value one unit off, and a 3-decimal answer given to 2 decimals, get "Close", not "Right"."""
     for key in kind("number"):
         spec = facts(key)
         if spec["decimals"] == 3 and not tolerated(spec, 1):

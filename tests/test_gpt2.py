@@ -25,13 +25,13 @@ def toy_folder(tmp_path_factory):
 
 
 def test_toy_round_trip_gives_the_toys_logits(toy_folder):
-    lab = tg.load_gpt2(toy_folder)
-    ids = lab["encode"]("the cat climbed the roof.")
+    checkpoint = tg.load_gpt2(toy_folder)
+    ids = checkpoint["encode"]("the cat climbed the roof.")
     assert ids == tm.encode("the cat climbed the roof.")
-    logits = tm.forward(ids, lab["params"], lab["n_head"])
+    logits = tm.forward(ids, checkpoint["params"], checkpoint["n_head"])
     assert logits.dtype == np.float32
     assert np.abs(logits - tm.forward(ids)).max() < 1e-5
-    assert lab["decode"](ids) == "the cat climbed the roof."
+    assert checkpoint["decode"](ids) == "the cat climbed the roof."
 
 
 def test_toy_config_says_what_the_toy_is(toy_folder):
@@ -117,11 +117,11 @@ def as32(params):
 def test_a_hugging_face_checkpoint_gives_the_reference_logits(tmp_path, prefix):
     """Random weights, gains and biases; 3 blocks of 4 heads; tied (no lm_head)."""
     params = random_params(np.random.default_rng(5), vocab=12, n_ctx=8, d=8, n_layer=3)
-    lab = tg.load_gpt2(write_hf_checkpoint(tmp_path / "ckpt", params, 4, prefix, lm_head=None))
-    assert "w_u" not in lab["params"] and lab["n_head"] == 4 and len(lab["params"]["blocks"]) == 3
+    checkpoint = tg.load_gpt2(write_hf_checkpoint(tmp_path / "ckpt", params, 4, prefix, lm_head=None))
+    assert "w_u" not in checkpoint["params"] and checkpoint["n_head"] == 4 and len(checkpoint["params"]["blocks"]) == 3
     ids = [3, 1, 4, 1, 5, 9, 2, 6]
     expected = reference_forward(ids, as32(params), 4)
-    assert np.abs(tm.forward(ids, lab["params"], lab["n_head"]) - expected).max() < 1e-4
+    assert np.abs(tm.forward(ids, checkpoint["params"], checkpoint["n_head"]) - expected).max() < 1e-4
 
 
 def test_save_gpt2_writes_each_tensor_as_hugging_faces_layout_holds_it(tmp_path):
@@ -146,11 +146,11 @@ def test_an_untied_checkpoint_uses_its_lm_head(tmp_path):
     rng = np.random.default_rng(6)
     params = random_params(rng, vocab=12, n_ctx=8, d=8, n_layer=2)
     w_u = rng.normal(0, 1, (8, 12))
-    lab = tg.load_gpt2(write_hf_checkpoint(tmp_path / "ckpt", params, 2, "transformer.", w_u.T))
-    assert lab["params"]["w_u"].shape == (8, 12)
+    checkpoint = tg.load_gpt2(write_hf_checkpoint(tmp_path / "ckpt", params, 2, "transformer.", w_u.T))
+    assert checkpoint["params"]["w_u"].shape == (8, 12)
     ids = [0, 2, 4, 5, 1]
     expected = reference_forward(ids, {**as32(params), "w_u": np.float32(w_u).astype(float)}, 2)
-    assert np.abs(tm.forward(ids, lab["params"], lab["n_head"]) - expected).max() < 1e-4
+    assert np.abs(tm.forward(ids, checkpoint["params"], checkpoint["n_head"]) - expected).max() < 1e-4
 
 
 def test_round_trip_of_random_weights(tmp_path):
@@ -158,10 +158,10 @@ def test_round_trip_of_random_weights(tmp_path):
     params["w_u"] = np.random.default_rng(8).normal(0, 1, (12, 12))
     tg.save_gpt2(tmp_path, params, n_head=3)
     tg.save_bpe(tmp_path, *tg.toy_bpe())
-    lab = tg.load_gpt2(tmp_path)
+    checkpoint = tg.load_gpt2(tmp_path)
     ids = [11, 0, 2, 4, 5, 1, 6, 10]
-    assert lab["n_head"] == 3
-    assert np.abs(tm.forward(ids, lab["params"], 3) - tm.forward(ids, as32(params), 3)).max() < 1e-4
+    assert checkpoint["n_head"] == 3
+    assert np.abs(tm.forward(ids, checkpoint["params"], 3) - tm.forward(ids, as32(params), 3)).max() < 1e-4
 
 
 def test_a_folder_without_the_four_files_gets_one_sentence(tmp_path):
@@ -399,17 +399,17 @@ def test_text_outside_a_small_vocabulary_gets_one_sentence():
 # --- The lab's attention widget -----------------------------------------------------------
 
 def test_the_attention_widget_shows_the_chosen_heads_weights(toy_folder):
-    lab = tg.load_gpt2(toy_folder)
-    widget = tw.lab_attention(lab)
+    checkpoint = tg.load_gpt2(toy_folder)
+    widget = tw.lab_attention(checkpoint)
     sliders, text_box, info, area = widget.children[0].children, widget.children[1], \
         widget.children[3], widget.children[4]
     trace = {}
-    tm.forward(tm.encode(TEXT), lab["params"], lab["n_head"], trace=trace)
+    tm.forward(tm.encode(TEXT), checkpoint["params"], checkpoint["n_head"], trace=trace)
     for head in (1, 2):
         sliders[1].value = head
         w = trace["blocks"][0]["heads"][head - 1]["weights"][-1]
         j = int(np.argmax(w))
-        assert f"({tw.fmt(w[j])}) on {tm.show(tm.VOCAB[tm.encode(TEXT)[j]])}" in info.value
+        assert f"({tw.fmt(w[j])}) on {tm.token_name(tm.VOCAB[tm.encode(TEXT)[j]])}" in info.value
         assert np.allclose(widget.figure.axes[0].images[0].get_array()[-1], w)
     text_box.value = "the cat jumped"
     assert "cannot cover" in area.value and "␣jumped" in area.value
@@ -418,6 +418,6 @@ def test_the_attention_widget_shows_the_chosen_heads_weights(toy_folder):
 
 
 def test_token_texts_show_spaces_and_escape_what_does_not_print(toy_folder):
-    lab = tg.load_gpt2(toy_folder)
-    assert tg.token_texts(lab, tm.encode(TEXT)) == ["the", "␣cat", "␣climb", "ed", "␣the"]
+    checkpoint = tg.load_gpt2(toy_folder)
+    assert tg.token_texts(checkpoint, tm.encode(TEXT)) == ["the", "␣cat", "␣climb", "ed", "␣the"]
     assert tg.token_texts({"decode": lambda ids: " a\n\x04"}, [0]) == ["␣a\\n\\x04"]

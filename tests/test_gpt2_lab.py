@@ -62,11 +62,11 @@ def test_time_generation_runs_the_generation_loop(small):
 
 def test_attention_off_on_the_loaded_toy_is_notebook_6s_table(tmp_path):
     """The Output page: with attention off, ␣cat 0.455, ␣dog 0.143, ␣roof 0.143."""
-    lab = tg.load_gpt2(tg.save_toy_as_gpt2(tmp_path / "toy"))
-    ids = lab["encode"]("the cat climbed the")
-    p = tm.softmax(tm.forward(ids, tm.switch_off(lab["params"], "attn"), lab["n_head"])[-1])
+    checkpoint = tg.load_gpt2(tg.save_toy_as_gpt2(tmp_path / "toy"))
+    ids = checkpoint["encode"]("the cat climbed the")
+    p = tm.softmax(tm.forward(ids, tm.switch_off(checkpoint["params"], "attn"), checkpoint["n_head"])[-1])
     top = np.argsort(-p)[:3]
-    assert tg.token_texts(lab, top) == ["␣cat", "␣dog", "␣roof"]
+    assert tg.token_texts(checkpoint, top) == ["␣cat", "␣dog", "␣roof"]
     assert [tw.fmt(p[j]) for j in top] == ["0.455", "0.143", "0.143"]
 
 
@@ -84,8 +84,8 @@ def test_attention_off_changes_every_block_of_a_deeper_model():
 
 
 def test_the_layer_slider_is_hidden_with_one_block_and_shown_with_more(tmp_path):
-    lab = tg.load_gpt2(tg.save_toy_as_gpt2(tmp_path / "toy"))
-    layer = tw.lab_attention(lab).children[0].children[0]
+    checkpoint = tg.load_gpt2(tg.save_toy_as_gpt2(tmp_path / "toy"))
+    layer = tw.lab_attention(checkpoint).children[0].children[0]
     assert layer.description == "layer" and layer.layout.display == "none"
     params = tm.copy_params()
     params["blocks"] = params["blocks"] * 2
@@ -96,11 +96,11 @@ def test_the_layer_slider_is_hidden_with_one_block_and_shown_with_more(tmp_path)
 
 
 def test_a_pasted_long_text_is_refused_before_it_is_tokenized(tmp_path):
-    lab = tg.load_gpt2(tg.save_toy_as_gpt2(tmp_path / "toy"))
+    checkpoint = tg.load_gpt2(tg.save_toy_as_gpt2(tmp_path / "toy"))
     seen = []
-    real = lab["encode"]
-    lab = {**lab, "encode": lambda text: seen.append(text) or real(text)}
-    widget = tw.lab_attention(lab)
+    real = checkpoint["encode"]
+    checkpoint = {**checkpoint, "encode": lambda text: seen.append(text) or real(text)}
+    widget = tw.lab_attention(checkpoint)
     seen.clear()
     widget.children[1].value = "the cat " * 10_000
     assert not seen and "80,000 characters" in widget.children[4].value
@@ -277,14 +277,14 @@ def test_the_stored_shapes_table_shows_gpt2_smalls_shapes_in_a_column_of_their_o
 
 
 def test_the_attention_map_names_the_model_it_shows(tmp_path):
-    lab = tg.load_gpt2(tg.save_toy_as_gpt2(tmp_path / "toy"))
-    widget = tw.lab_attention(lab, label="[the toy, as GPT-2]")
+    checkpoint = tg.load_gpt2(tg.save_toy_as_gpt2(tmp_path / "toy"))
+    widget = tw.lab_attention(checkpoint, label="[the toy, as GPT-2]")
     assert widget.figure.axes[0].get_title().splitlines() == [
         "[the toy, as GPT-2]", "layer 1, head 1: attention weights"]
     widget.children[0].children[1].value = 2
     assert widget.figure.axes[0].get_title().splitlines()[0] == "[the toy, as GPT-2]"
     with pytest.raises(ValueError, match="label is a string naming the model"):
-        tw.lab_attention(lab, label=3)
+        tw.lab_attention(checkpoint, label=3)
     cells, _ = stored_outputs()
     calls = ["".join(c["source"]) for c in cells
              if c["cell_type"] == "code" and "lab_attention(" in "".join(c["source"])]
@@ -292,9 +292,9 @@ def test_the_attention_map_names_the_model_it_shows(tmp_path):
 
 
 def test_token_texts_takes_a_decode_function_as_well_as_a_loaded_model(tmp_path):
-    lab = tg.load_gpt2(tg.save_toy_as_gpt2(tmp_path / "toy"))
-    ids = lab["encode"]("the cat climbed the")
-    assert tg.token_texts(lab["decode"], ids) == tg.token_texts(lab, ids) == [
+    checkpoint = tg.load_gpt2(tg.save_toy_as_gpt2(tmp_path / "toy"))
+    ids = checkpoint["encode"]("the cat climbed the")
+    assert tg.token_texts(checkpoint["decode"], ids) == tg.token_texts(checkpoint, ids) == [
         "the", "␣cat", "␣climb", "ed", "␣the"]
     with pytest.raises(ValueError, match="or a decode function"):
         tg.token_texts("decode", ids)
@@ -453,11 +453,11 @@ def test_a_checkpoint_saved_with_masks_loads_them_as_skipped_and_runs_the_same(t
     assert mask.shape == (1, 1, n_ctx, n_ctx)
     assert all(mask[0, 0, i, j] == (1.0 if j <= i else 0.0) for i in range(n_ctx) for j in range(n_ctx))
     assert "lm_head.weight" not in stored
-    lab = tg.load_gpt2(folder)
-    assert lab["skipped"] == ["h.0.attn.bias"] and "w_u" not in lab["params"]
+    checkpoint = tg.load_gpt2(folder)
+    assert checkpoint["skipped"] == ["h.0.attn.bias"] and "w_u" not in checkpoint["params"]
     ids = tm.encode("the cat climbed the")
     expected = tm.forward(ids, tm.tie(tm.PARAMS))
-    assert np.abs(tm.forward(ids, lab["params"], lab["n_head"]) - expected).max() < 1e-5
+    assert np.abs(tm.forward(ids, checkpoint["params"], checkpoint["n_head"]) - expected).max() < 1e-5
     assert tg.load_gpt2(tg.save_gpt2(tmp_path / "plain"))["skipped"] == []
     with pytest.raises(ValueError, match="masks is True or False"):
         tg.save_gpt2(tmp_path / "bad", masks="yes")

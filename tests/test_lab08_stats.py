@@ -371,7 +371,7 @@ def test_the_main_paths_asides_are_gathered_under_a_heading_of_their_own_in_a():
     derivation = cells[start][0]                                        # Going further A opens in this cell
     assert "making it σ + c; the ratio x̂ = (y − μ)/σ is unchanged" in derivation
     assert "(Going further A says where)" in main and "Going further A says why" in main and "Going further A says how" in main
-    y = tm.run()["y"]                                                   # a stretch along x̂ raises σ by about c
+    y = tm.intermediates()["y"]                                                   # a stretch along x̂ raises σ by about c
     sigma = np.sqrt(y.var(axis=-1) + 1e-5)
     xhat = (y - y.mean(axis=-1, keepdims=True)) / sigma[:, None]
     assert np.allclose(np.sqrt((y + 0.5 * xhat).var(axis=-1) + 1e-5) - sigma, 0.5, atol=1e-4)

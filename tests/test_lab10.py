@@ -17,13 +17,13 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize("filler_first", [True, False, None])
 def test_each_row_holds_a_block_of_distinct_ids_twice_and_distinct_filler(filler_first):
     rows, where = ti.repeat_rows(5, 200, filler_first=filler_first)
-    assert rows.shape == (200, ti.N_CTX + 1) and rows.min() >= 0 and rows.max() < ti.V
+    assert rows.shape == (200, ti.COPY_N_CTX + 1) and rows.min() >= 0 and rows.max() < ti.COPY_VOCAB
     places = set()
     for row, (l, s1, s2) in zip(rows, where):
         assert l in ti.LENGTHS and s2 == s1 + l
         assert list(row[s1:s1 + l]) == list(row[s2:s2 + l])
         others = list(row[:s1]) + list(row[s2 + l:])
-        assert len(set(row[s1:s1 + l]) | set(others)) == l + len(others) == ti.N_CTX + 1 - l
+        assert len(set(row[s1:s1 + l]) | set(others)) == l + len(others) == ti.COPY_N_CTX + 1 - l
         places.add(s1 == 0)
         if filler_first is not None:
             assert (s1 > 0) == filler_first                # 17 - 2 l >= 1 filler ids
@@ -33,9 +33,9 @@ def test_each_row_holds_a_block_of_distinct_ids_twice_and_distinct_filler(filler
 def test_the_second_copy_mask_marks_exactly_the_predictable_targets():
     rows, where = ti.repeat_rows(6, 50, filler_first=True)
     ids, targets = ti.as_batch(rows)
-    mask = ti.second_copy(where)
+    mask = ti.second_copy_mask(where)
     for r, row in enumerate(rows):
-        for i in range(ti.N_CTX):
+        for i in range(ti.COPY_N_CTX):
             earlier = [j for j in range(i) if ids[r, j] == ids[r, i]]
             predictable = bool(earlier) and targets[r, earlier[0]] == targets[r, i]
             assert mask[r, i] == predictable, (r, i)
@@ -59,14 +59,14 @@ def attention_by_hand(params, ids, layer):
 
 
 def test_scores_are_the_attention_one_back_and_after_the_earlier_copy():
-    params = ti.new_model(1)
+    params = ti.new_copy_model(1)
     rows, where = ti.repeat_rows(7, 20, filler_first=True)
     ids = ti.as_batch(rows)[0]
     scores = ti.head_scores(params, 1, rows, where)
     for layer in range(2):
         w = attention_by_hand(params, ids, layer)
         assert np.allclose(ti.attention_weights(params, 1, ids)[layer][0], w)
-        prev = np.mean([w[r, i, i - 1] for r in range(len(ids)) for i in range(1, ti.N_CTX)])
+        prev = np.mean([w[r, i, i - 1] for r in range(len(ids)) for i in range(1, ti.COPY_N_CTX)])
         ind = np.mean([w[r, i, i - l + 1] for r, (l, s1, s2) in enumerate(where)
                        for i in range(s2, s2 + l - 1)])
         assert scores["previous"][layer][0] == pytest.approx(prev)
@@ -83,7 +83,7 @@ def test_a_perfect_pattern_scores_one_and_a_uniform_one_its_share():
 
 
 def test_ablating_a_head_removes_exactly_its_output():
-    params = tt.init_params(3, d=8, d_mlp=0, n_layer=2, n_vocab=ti.V, n_ctx=ti.N_CTX)
+    params = tt.init_params(3, d=8, d_mlp=0, n_layer=2, n_vocab=ti.COPY_VOCAB, n_ctx=ti.COPY_N_CTX)
     ids = ti.as_batch(ti.repeat_rows(1, 4)[0])[0]
     off = ti.ablate(params, 1, 1, 2)
     trace = {}
@@ -94,26 +94,26 @@ def test_ablating_a_head_removes_exactly_its_output():
     assert np.allclose(t2["blocks"][1]["y"], trace["blocks"][1]["y"] - head @ w_o)
     assert np.array_equal(tm.get_weight(off, "blocks.0.attn.c_proj.w"),
                           tm.get_weight(params, "blocks.0.attn.c_proj.w"))
-    assert after.shape == (4, ti.N_CTX, ti.V)
+    assert after.shape == (4, ti.COPY_N_CTX, ti.COPY_VOCAB)
     with pytest.raises(ValueError, match="head from 0 to 1"):
         ti.ablate(params, 0, 2, 2)
 
 
 def test_the_copy_losses_are_the_mean_loss_over_each_copy():
-    params = ti.new_model(2)
+    params = ti.new_copy_model(2)
     rows, where = ti.repeat_rows(8, 30, filler_first=True)
     ids, targets = ti.as_batch(rows)
     p = tm.softmax(tm.forward(ids, params, 1))
     nll = -np.log(np.take_along_axis(p, targets[..., None], -1)[..., 0])
     first, second = ti.copy_losses(params, 1, rows, where)
-    assert second == pytest.approx(nll[ti.second_copy(where)].mean())
-    assert first == pytest.approx(nll[ti.first_copy(where)].mean())
-    assert second == pytest.approx(np.log(ti.V), abs=0.5)          # a fresh model: near a guess
+    assert second == pytest.approx(nll[ti.second_copy_mask(where)].mean())
+    assert first == pytest.approx(nll[ti.first_copy_mask(where)].mean())
+    assert second == pytest.approx(np.log(ti.COPY_VOCAB), abs=0.5)          # a fresh model: near a guess
 
 
 def test_a_short_run_keeps_its_measurements_and_snapshots_in_step():
     seen = []
-    run = ti.train(4, steps=60, every=20, callback=lambda *a: seen.append(a))
+    run = ti.train_copying(4, steps=60, every=20, callback=lambda *a: seen.append(a))
     assert run["steps"] == [0, 20, 40, 60] and len(run["snapshots"]) == 4
     assert [s for s, _, _ in seen] == run["steps"]
     rows, where = ti.repeat_rows(10_004, 256)                        # both kinds of row
@@ -124,7 +124,7 @@ def test_a_short_run_keeps_its_measurements_and_snapshots_in_step():
 
 def trained_pair():
     """A model with some structure (the shipped checkpoint) and rows of both kinds."""
-    return ti.load_trained(), ti.repeat_rows(31, 40)
+    return ti.load_copy_model(), ti.repeat_rows(31, 40)
 
 
 def test_composed_forward_is_the_forward_when_nothing_is_removed():
@@ -133,7 +133,7 @@ def test_composed_forward_is_the_forward_when_nothing_is_removed():
     logits, weights = ti.composed_forward(params, ids)
     assert np.allclose(logits, tm.forward(ids, params, 1), atol=1e-6)
     assert np.allclose(weights[0], ti.attention_weights(params, 1, ids)[1][0], atol=1e-6)
-    two = tt.init_params(3, d=8, d_mlp=0, n_layer=2, n_vocab=ti.V, n_ctx=ti.N_CTX)
+    two = tt.init_params(3, d=8, d_mlp=0, n_layer=2, n_vocab=ti.COPY_VOCAB, n_ctx=ti.COPY_N_CTX)
     assert np.allclose(ti.composed_forward(two, ids, n_head=2)[0], tm.forward(ids, two, 2))
 
 
@@ -201,7 +201,7 @@ def ov_by_hand(params, rows, where):
     b2, t2 = params["blocks"][1], trace["blocks"][1]
     d = params["wte"].shape[1]
     margins = []
-    for r, i in zip(*np.nonzero(ti.second_copy(where))):
+    for r, i in zip(*np.nonzero(ti.second_copy_mask(where))):
         j = int(np.argmax(t2["heads"][0]["weights"][r, i]))
         o = (t2["ln1"][r, j] @ b2["attn"]["c_attn"]["w"][:, 2 * d:] + b2["attn"]["c_attn"]["b"][2 * d:]) @ b2["attn"]["c_proj"]["w"]
         y = trace["y"][r, i]
@@ -228,20 +228,20 @@ def test_attention_by_offset_adds_up_to_one_and_starts_with_the_previous_token_s
     w = ti.attention_weights(params, 1, ti.as_batch(rows)[0])[0][0]
     share = ti.attention_by_offset(w)
     assert share.sum() == pytest.approx(1) and share[1] == pytest.approx(ti.previous_token_score(w))
-    by_hand = [np.mean([w[r, i, i - k] if i >= k else 0 for r in range(len(w)) for i in range(1, ti.N_CTX)])
-               for k in range(ti.N_CTX)]
+    by_hand = [np.mean([w[r, i, i - k] if i >= k else 0 for r in range(len(w)) for i in range(1, ti.COPY_N_CTX)])
+               for k in range(ti.COPY_N_CTX)]
     assert np.allclose(share, by_hand)
 
 
 def test_the_best_first_copy_loss_is_an_even_bet_on_the_ids_not_read_yet():
     # l = 2, n = 3, filler after: the first copy's one target comes after 1 id read
     assert ti.best_first_copy_loss(False, lengths=(2,), n=3, vocab=4) == pytest.approx(np.log(3))
-    by_hand = [np.log(ti.V - m) for l in ti.LENGTHS for m in range(ti.N_CTX + 2 - 2 * l, ti.N_CTX + 1 - l)]
+    by_hand = [np.log(ti.COPY_VOCAB - m) for l in ti.LENGTHS for m in range(ti.COPY_N_CTX + 2 - 2 * l, ti.COPY_N_CTX + 1 - l)]
     assert ti.best_first_copy_loss(True) == pytest.approx(np.mean(by_hand))
-    params = ti.load_trained()                              # no trained model does better
+    params = ti.load_copy_model()                              # no trained model does better
     for first in (True, False, None):
         rows, where = ti.repeat_rows(2024, 512, filler_first=first)
-        assert ti.best_first_copy_loss(first) - 0.03 < ti.copy_losses(params, 1, rows, where)[0] < np.log(ti.V)
+        assert ti.best_first_copy_loss(first) - 0.03 < ti.copy_losses(params, 1, rows, where)[0] < np.log(ti.COPY_VOCAB)
 
 
 def test_the_hand_built_one_block_model_bets_on_the_ids_three_to_seven_back():
@@ -249,7 +249,7 @@ def test_the_hand_built_one_block_model_bets_on_the_ids_three_to_seven_back():
     assert len(model["blocks"]) == 1 and tm.weight_names(model)[:2] == ["wte", "wpe"]
     rows, where = ti.repeat_rows(12, 64, filler_first=True)
     w = ti.attention_weights(model, 1, ti.as_batch(rows)[0])[0][0][0]
-    for i in range(7, ti.N_CTX):
+    for i in range(7, ti.COPY_N_CTX):
         assert np.allclose(w[i, i - 7:i - 2], 0.2, atol=1e-6)
     # filler first: every second-copy position has 5 ids 3 to 7 back, and the next is one
     assert ti.copy_losses(model, 1, rows, where)[1] == pytest.approx(np.log(5), abs=0.01)
@@ -257,7 +257,7 @@ def test_the_hand_built_one_block_model_bets_on_the_ids_three_to_seven_back():
 
 # --- The stored sweep and what the lab says of it ------------------------------------------
 
-SWEEP = ti.load_sweep()
+SWEEP = ti.load_copy_sweep()
 
 
 def runs(setting):
@@ -280,7 +280,7 @@ def copies(r, place="both"):
 
 
 def test_the_sweep_says_what_the_lab_says():
-    guess = np.log(ti.V)
+    guess = np.log(ti.COPY_VOCAB)
     for setting in ("two blocks", "two blocks, other batches"):      # 9 of 10 on each kind of row
         for place in ("filler first", "block first", "both"):
             assert sum(copies(r, place) for r in runs(setting)) >= 9, (setting, place)
@@ -300,7 +300,7 @@ def test_the_sweep_says_what_the_lab_says():
     two, one = (sorted(runs(s), key=lambda r: r["seed"]) for s in ("two blocks", "one block"))
     assert ti.mcnemar_exact([copies(r) for r in two], [copies(r) for r in one])[2] < 0.01
     assert all(r["fall"] is not None and r["fall"] < r["drop"] for r in copying)
-    live = next(r for r in runs("two blocks") if r["seed"] == ti.LIVE_SEED)
+    live = next(r for r in runs("two blocks") if r["seed"] == ti.COPY_SEED)
     assert live["drop"] is not None and live["drop"] < ti.STEPS      # the live run has time
 
 
@@ -323,7 +323,7 @@ def test_one_stored_run_is_what_training_gives():
 
     stored = next(r for r in runs("one block") if r["seed"] == 1)
     with pytest.raises(Enough):
-        ti.train(1, steps=SWEEP["steps"], every=SWEEP["every"], n_layer=1, callback=measured)
+        ti.train_copying(1, steps=SWEEP["steps"], every=SWEEP["every"], n_layer=1, callback=measured)
     assert np.allclose(seen, stored["second"][:len(seen)], atol=2e-4) and len(seen) == 3
     assert induction_sweep.SETTINGS["one block"] == {"n_layer": 1}
 
@@ -333,25 +333,25 @@ def test_the_other_generator_draws_the_same_task():
     import induction_sweep
     for kind, side in (("filler", True), ("block", False), ("either", None)):
         rows, where = induction_sweep.other_rows(np.random.default_rng(3), 300, kind)
-        assert rows.shape == (300, ti.N_CTX + 1) and rows.min() >= 0 and rows.max() < ti.V
+        assert rows.shape == (300, ti.COPY_N_CTX + 1) and rows.min() >= 0 and rows.max() < ti.COPY_VOCAB
         for row, (l, s1, s2) in zip(rows, where):
             assert l in ti.LENGTHS and s2 == s1 + l and list(row[s1:s2]) == list(row[s2:s2 + l])
             others = list(row[:s1]) + list(row[s2 + l:])
-            assert len(set(row[s1:s2]) | set(others)) == ti.N_CTX + 1 - l
+            assert len(set(row[s1:s2]) | set(others)) == ti.COPY_N_CTX + 1 - l
             if side is not None:
                 assert (s1 > 0) == side
         assert side is not None or {s1 > 0 for _, s1, _ in where} == {True, False}
 
 
 def test_the_shipped_checkpoint_is_the_live_seeds_run():
-    lab = tg.load_gpt2(ROOT / "data" / "induction_model")
-    assert lab["encode"] is None and lab["n_head"] == 1
-    assert tm.weight_names(lab["params"])[:6] == ["wte", "wpe", "blocks.0.ln_1.g", "blocks.0.ln_1.b",
+    checkpoint = tg.load_gpt2(ROOT / "data" / "induction_model")
+    assert checkpoint["encode"] is None and checkpoint["n_head"] == 1
+    assert tm.weight_names(checkpoint["params"])[:6] == ["wte", "wpe", "blocks.0.ln_1.g", "blocks.0.ln_1.b",
                                                  "blocks.0.attn.c_attn.w", "blocks.0.attn.c_attn.b"]
     rows, where = ti.repeat_rows(2024, 512, filler_first=True)
-    assert ti.copy_losses(lab["params"], 1, rows, where)[1] < 0.1
-    trained = ti.load_trained()
-    assert all(np.array_equal(tm.get_weight(trained, n), tm.get_weight(lab["params"], n))
+    assert ti.copy_losses(checkpoint["params"], 1, rows, where)[1] < 0.1
+    trained = ti.load_copy_model()
+    assert all(np.array_equal(tm.get_weight(trained, n), tm.get_weight(checkpoint["params"], n))
                for n in tm.weight_names(trained))
 
 
@@ -367,8 +367,8 @@ def test_the_pages_numbers_from_the_live_run_are_the_shipped_models():
     nb = json.loads((ROOT / "notebooks" / "10_induction.ipynb").read_text(encoding="utf-8"))
     text = {"".join(c["source"]).splitlines()[0]: stored_text(c) for c in nb["cells"]
             if c["cell_type"] == "code" and c["source"]}
-    params = ti.load_trained()
-    rows, where = ti.repeat_rows(10_000 + ti.LIVE_SEED, 256)
+    params = ti.load_copy_model()
+    rows, where = ti.repeat_rows(10_000 + ti.COPY_SEED, 256)
     shown = text['params = run["params"]']
     final = re.search(r"([\d.]+) at step (\d+)", shown)
     first = re.search(r"first copy: [\d.]+ nats at step 0, ([\d.]+) at step (\d+)", shown)

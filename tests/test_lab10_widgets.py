@@ -25,7 +25,7 @@ MIN_PX = 14
 
 @pytest.fixture(scope="module")
 def run():
-    return ti.train(4, steps=100, every=25)
+    return ti.train_copying(4, steps=100, every=25)
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +120,7 @@ def test_copy_training_draws_every_measurement_as_it_comes_and_keeps_the_whole_c
                        root.progress.value))
     monkeypatch.setattr(lab, "redraw", record)
     got = tw.copy_training(11, steps=60, every=25)
-    reference = ti.train(11, steps=60, every=25)
+    reference = ti.train_copying(11, steps=60, every=25)
     assert got["steps"] == reference["steps"] == [0, 25, 50, 60]
     assert np.allclose(got["second"], reference["second"]) and np.allclose(got["first"], reference["first"])
     during = frames[:-1]
@@ -172,14 +172,14 @@ def test_head_explorer_shows_each_heads_attention_and_scores(run, task):
                       if isinstance(p, Rectangle) and not p.get_fill())
     assert outlined == [(i, i - l + 1) for i in range(s2, s2 + l - 1)], "the induction cells outlined"
     colours = [t.get_color() for t in root.figure.axes[0].get_yticklabels()]
-    assert [i for i, c in enumerate(colours) if c == tw.ORANGE] == list(range(s2, min(s2 + l, ti.N_CTX)))
+    assert [i for i, c in enumerate(colours) if c == tw.ORANGE] == list(range(s2, min(s2 + l, ti.COPY_N_CTX)))
     assert [i for i, c in enumerate(colours) if c == tw.BLUE] == list(range(s1, s2))
     readable_and_inside(root.figure, "head_explorer")
 
 
 def test_head_explorer_takes_the_weights_alone_and_two_heads(task):
     rows, where = task
-    params = ti.new_model(2)          # the same weights split into two heads of 16
+    params = ti.new_copy_model(2)          # the same weights split into two heads of 16
     root = tw.head_explorer(params, rows, where, n_head=2)
     (picker,) = find(root, widgets.ToggleButtons)
     picker.value = (1, 1)

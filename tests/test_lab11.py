@@ -28,30 +28,30 @@ NOTEBOOK = ROOT / "notebooks" / "11_writes.ipynb"
 
 def test_encode_and_decode_round_trip_on_the_plays():
     text = tx.load_text("heldout")[:5000] + tx.load_text("train")[-5000:]
-    ids = tx.encode(text)
-    assert ids.min() >= 0 and ids.max() < tx.V == 63 and tx.decode(ids) == text
-    assert tx.decode(list(ids[:10])) == text[:10]
+    ids = tx.encode_chars(text)
+    assert ids.min() >= 0 and ids.max() < tx.N_CHARS == 63 and tx.decode_chars(ids) == text
+    assert tx.decode_chars(list(ids[:10])) == text[:10]
 
 
 def test_a_character_outside_the_vocabulary_gets_one_sentence_naming_it():
     with pytest.raises(ValueError) as err:
-        tx.encode("Señor")
+        tx.encode_chars("Señor")
     message = str(err.value)
-    assert message.startswith("tx.encode:") and "'ñ'" in message and "position 2" in message
+    assert message.startswith("tx.encode_chars:") and "'ñ'" in message and "position 2" in message
     assert message.count(". ") == 0 and "\n" not in message
-    with pytest.raises(ValueError, match=r"^tx.decode: the id 70 .* from 0 to 62\.$"):
-        tx.decode([1, 70])
+    with pytest.raises(ValueError, match=r"^tx.decode_chars: the id 70 .* from 0 to 62\.$"):
+        tx.decode_chars([1, 70])
     for bad in ("abc", 3, [[1]], [0.5]):
-        with pytest.raises(ValueError, match="tx.decode takes"):
-            tx.decode(bad)
-    with pytest.raises(ValueError, match="tx.encode takes text"):
-        tx.encode(["a"])
+        with pytest.raises(ValueError, match="tx.decode_chars takes"):
+            tx.decode_chars(bad)
+    with pytest.raises(ValueError, match="tx.encode_chars takes text"):
+        tx.encode_chars(["a"])
 
 
 @pytest.mark.parametrize("call, starts", [
-    (lambda: tx.windows(tx.encode("to be or not to be"), [20], 4), "tx.windows takes"),
-    (lambda: tx.windows(tx.encode("to be or not to be"), [0.5], 4), "tx.windows takes"),
-    (lambda: tx.windows(tx.encode("to be or not to be"), "0", 4), "tx.windows takes"),
+    (lambda: tx.windows(tx.encode_chars("to be or not to be"), [20], 4), "tx.windows takes"),
+    (lambda: tx.windows(tx.encode_chars("to be or not to be"), [0.5], 4), "tx.windows takes"),
+    (lambda: tx.windows(tx.encode_chars("to be or not to be"), "0", 4), "tx.windows takes"),
     (lambda: tx.smoothed([3, -1]), "tx.smoothed takes"),
     (lambda: tx.smoothed([3, 1], add=0), "tx.smoothed takes"),
     (lambda: tx.smoothed("counts"), "tx.smoothed takes"),
@@ -83,14 +83,14 @@ def test_baselines_agree_with_an_independent_count():
     V = len(tx.CHARS)
     uni = -sum(math.log((unigram[b] + 1) / (len(train) + V)) for b in held[1:]) / (len(held) - 1)
     bi = -sum(math.log((pairs[a, b] + 1) / (follows[a] + V)) for a, b in zip(held, held[1:])) / (len(held) - 1)
-    got = tx.baselines(tx.encode(train), tx.encode(held))
+    got = tx.baselines(tx.encode_chars(train), tx.encode_chars(held))
     assert got["uniform"] == pytest.approx(math.log(63))
     assert got["unigram"] == pytest.approx(uni, rel=1e-12)
     assert got["bigram"] == pytest.approx(bi, rel=1e-12)
 
 
 def test_random_windows_are_the_text_shifted_by_one():
-    ids = np.arange(1000) % tx.V
+    ids = np.arange(1000) % tx.N_CHARS
     x, y = tx.random_windows(ids, np.random.default_rng(0), 5, 64)
     assert x.shape == y.shape == (5, 64) and np.array_equal(x[:, 1:], y[:, :-1])
     full = tx.heldout_windows(ids, None, 64)
@@ -161,7 +161,7 @@ def test_the_shipped_text_is_split_by_whole_plays():
 
 @pytest.fixture(scope="module")
 def model():
-    return tx.load_trained()
+    return tx.load_char_model()
 
 
 @pytest.fixture(scope="module")
@@ -176,37 +176,37 @@ def page():
 def test_the_shipped_checkpoint_is_the_recipe_in_float32(model):
     params = model["params"]
     assert model["n_head"] == tx.RECIPE["n_head"] and len(params["blocks"]) == tx.RECIPE["n_layer"]
-    assert params["wte"].shape == (tx.V, tx.RECIPE["d"]) and params["wpe"].shape == (64, 64)
+    assert params["wte"].shape == (tx.N_CHARS, tx.RECIPE["d"]) and params["wpe"].shape == (64, 64)
     assert "w_u" in params and params["w_u"].dtype == np.float32
-    assert tg.count_params(params) == tg.count_params(tx.new_model(0)) == 212_224
+    assert tg.count_params(params) == tg.count_params(tx.new_char_model(0)) == 212_224
 
 
 def test_the_checkpoints_held_out_loss_on_a_slice_is_what_the_page_states(model, page):
     prose, out = page
     stated = float(re.search(r"whole held-out play \([\d,]+ characters\): ([\d.]+) nats", out).group(1))
-    sweep = tx.load_sweep()
-    live = next(r for r in sweep["runs"] if r["seed"] == tx.LIVE_SEED)
+    sweep = tx.load_char_sweep()
+    live = next(r for r in sweep["runs"] if r["seed"] == tx.CHAR_SEED)
     assert tw.fmt(live["final_heldout"], 2) == f"{stated:.2f}"        # the sweep's seed 0 is this model
-    x, y = tx.heldout_windows(tx.encode(tx.load_text("heldout")))
+    x, y = tx.heldout_windows(tx.encode_chars(tx.load_text("heldout")))
     sliced = tx.model_loss(model["params"], model["n_head"], x[::10], y[::10])
     assert sliced == pytest.approx(stated, abs=0.08)
-    assert stated < tx.baselines(tx.encode(tx.load_text("train")), tx.encode(tx.load_text("heldout")))["bigram"]
+    assert stated < tx.baselines(tx.encode_chars(tx.load_text("train")), tx.encode_chars(tx.load_text("heldout")))["bigram"]
 
 
 def test_the_sweeps_first_measurement_is_what_training_measures():
     """Before its first step, a fresh run measures what the sweep stored for its seed: the
     same weights, the same first batch, the same held-out windows."""
-    run = tx.train(tx.LIVE_SEED, steps=1, every=1, sample_every=1)
-    stored = next(r for r in tx.load_sweep()["runs"] if r["seed"] == tx.LIVE_SEED)
+    run = tx.train_chars(tx.CHAR_SEED, steps=1, every=1, sample_every=1)
+    stored = next(r for r in tx.load_char_sweep()["runs"] if r["seed"] == tx.CHAR_SEED)
     assert run["train"][0] == pytest.approx(stored["train"][0], abs=1e-4)
     assert run["heldout"][0] == pytest.approx(stored["heldout"][0], abs=1e-4)
     assert run["samples"][0] == stored["samples"]["0"]
 
 
 def test_the_sweep_holds_five_seeds_of_the_recipe_and_the_live_seed_is_the_first():
-    sweep = tx.load_sweep()
+    sweep = tx.load_char_sweep()
     assert sweep["recipe"] == tx.RECIPE and sweep["seeds"] == list(range(5))
-    assert [r["seed"] for r in sweep["runs"]] == list(range(5)) and tx.LIVE_SEED == 0
+    assert [r["seed"] for r in sweep["runs"]] == list(range(5)) and tx.CHAR_SEED == 0
     for r in sweep["runs"]:
         assert r["steps"][0] == 0 and r["steps"][-1] == tx.RECIPE["steps"]
         assert r["below_2"] == tx.first_below(r["steps"], r["heldout"], 2.0)
@@ -221,7 +221,7 @@ def test_every_figure_the_prose_quotes_is_in_the_pages_outputs(page):
 
 def test_the_pages_sweep_figures_are_the_sweeps(page):
     prose, out = page
-    sweep = tx.load_sweep()
+    sweep = tx.load_char_sweep()
     finals = [r["final_heldout"] for r in sweep["runs"]]
     line = re.search(r"median ([\d.]+) nats per character \(range ([\d.]+)–([\d.]+)\)", out)
     assert line.groups() == (tw.fmt(np.median(finals), 2), tw.fmt(min(finals), 2), tw.fmt(max(finals), 2))
@@ -230,14 +230,14 @@ def test_the_pages_sweep_figures_are_the_sweeps(page):
 def test_generation_crops_the_context_and_repeats_with_a_seed(model):
     params, n_head = model["params"], model["n_head"]
     long = tx.load_text("heldout")[:200]
-    a = tx.generate(params, n_head, long, 10, temperature=1.0, seed=3)
-    assert a == tx.generate(params, n_head, long, 10, temperature=1.0, seed=3) and len(a) == 10
-    assert tx.generate(params, n_head, long, 5, temperature=0) == \
-        tx.generate(params, n_head, long[-63:], 5, temperature=0)
+    a = tx.generate_chars(params, n_head, long, 10, temperature=1.0, seed=3)
+    assert a == tx.generate_chars(params, n_head, long, 10, temperature=1.0, seed=3) and len(a) == 10
+    assert tx.generate_chars(params, n_head, long, 5, temperature=0) == \
+        tx.generate_chars(params, n_head, long[-63:], 5, temperature=0)
     with pytest.raises(ValueError, match="at least one character"):
-        tx.generate(params, n_head, "", 5)
+        tx.generate_chars(params, n_head, "", 5)
     with pytest.raises(ValueError, match="^Temperature must be"):
-        tx.generate(params, n_head, "a", 5, temperature=-1)
+        tx.generate_chars(params, n_head, "a", 5, temperature=-1)
 
 
 # --- The exercises -------------------------------------------------------------------------
@@ -299,7 +299,7 @@ def test_writes_training_draws_each_measurement_and_shows_the_lines_it_writes(mo
     frames = []
     monkeypatch.setattr(lab, "redraw", lambda fig: frames.append(lab.writes_training.panel.progress.value))
     got = lab.writes_training(3, steps=4, every=2, sample_every=4)
-    reference = tx.train(3, steps=4, every=2, sample_every=4)
+    reference = tx.train_chars(3, steps=4, every=2, sample_every=4)
     assert got["steps"] == reference["steps"] == [0, 2, 4]
     assert np.allclose(got["heldout"], reference["heldout"]) and got["samples"] == reference["samples"]
     assert frames == [f"step {s} of 4: training {tw.fmt(a, 2)}, held-out {tw.fmt(b, 2)} nats per character"
@@ -313,8 +313,8 @@ def test_writes_training_draws_each_measurement_and_shows_the_lines_it_writes(mo
 
 
 def test_the_stored_run_is_shown_with_its_lines(capsys):
-    lab.stored_training(tx.load_sweep(), tx.LIVE_SEED)
+    lab.stored_training(tx.load_char_sweep(), tx.CHAR_SEED)
     out = capsys.readouterr().out
     assert out.count("--- step ") == tx.RECIPE["steps"] // 250 + 1 and out.count("ROMEO:") >= 7
     with pytest.raises(ValueError, match="no run of seed 9"):
-        lab.stored_training(tx.load_sweep(), 9)
+        lab.stored_training(tx.load_char_sweep(), 9)

@@ -1,9 +1,9 @@
 """The course's layout: one home per notebook, one definition per name, a model a learner can read.
 
 A notebook imports each module where it lives (`import toy_model as tm`, `import
-toy_widgets as tw`, the labs `import toy_train as tt` and `import toy_gpt2 as tg`), so a
-name it uses through one of them must be defined there, and a name defined in two modules
-would leave a reader unsure which one runs.
+toy_widgets as tw`, the labs `import toy_train as tt`, `import toy_gpt2 as tg`, `import
+toy_induction as ti` and `import toy_writes as tx`), so a name it uses through one of them
+must be there, and a name defined in two modules would leave a reader unsure which one runs.
 """
 import ast
 import importlib
@@ -18,7 +18,8 @@ import toy_model as tm
 import toy_train as tt
 import toy_widgets as tw
 
-MODEL_MODULES = ["toy_model", "toy_checks", "toy_train", "toy_gpt2"]
+MODEL_MODULES = ["toy_model", "toy_tree", "toy_checks", "toy_train", "toy_train_checks", "toy_gpt2",
+                 "toy_induction", "toy_writes"]
 WIDGET_MODULES = [f"toy_widgets.{name}" for name in importlib.import_module("toy_widgets").MODULES]
 NOTEBOOKS = sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))
 
@@ -46,10 +47,20 @@ def test_no_public_name_is_defined_in_two_modules():
         for defined in top_level_definitions(name):
             homes.setdefault(defined, []).append(name)
     twice = {n: where for n, where in homes.items() if len(where) > 1}
-    assert not twice, f"defined in more than one module (tm would find only the first): {twice}"
+    assert not twice, f"defined in more than one module: {twice}"
 
 
-ALIASES = {"tm": "toy_model", "tw": "toy_widgets", "tt": "toy_train", "tg": "toy_gpt2"}
+def test_the_one_definition_test_reads_every_module():
+    # Every module of the course is read, and a name defined twice is caught.
+    modules = {p.stem for p in REPO_ROOT.glob("toy_*.py")}
+    assert modules == set(MODEL_MODULES), f"not read by the test above: {modules ^ set(MODEL_MODULES)}"
+    assert set(WIDGET_MODULES) == {f"toy_widgets.{p.stem}" for p in REPO_ROOT.glob("toy_widgets/*.py")
+                                   if p.stem != "__init__"}
+    assert "forward" in top_level_definitions("toy_model") and "train" in top_level_definitions("toy_train")
+
+
+ALIASES = {"tm": "toy_model", "tw": "toy_widgets", "tt": "toy_train", "tg": "toy_gpt2",
+           "ti": "toy_induction", "tx": "toy_writes"}
 
 
 def names_used(source):

@@ -1,9 +1,9 @@
-"""The building blocks are the lesson: their bodies hold the maths, their checks are declared.
+"""The model's functions are the lesson: their bodies hold the maths, their checks are declared.
 
 A learner reads toy_model's layer_norm, attention or block as the maths of GPT-2, so a
 body holds no raise and no call of a check; the check is declared above it (@checked),
-runs when a learner calls the block directly, and is skipped inside forward, which has
-checked what comes in. Read-only weights are checked once, when frozen: a forward pass
+runs when a learner calls the function directly, and is not run when toy_model's own code
+(forward, block, ...) calls it, since that code has checked what comes in. Read-only weights are checked once, when frozen: a forward pass
 never scans them again.
 """
 import ast
@@ -17,12 +17,12 @@ import toy_gpt2 as tg
 import toy_model as tm
 import toy_train as tt
 
-BLOCKS = ["layer_norm", "gelu", "softmax", "log_softmax", "linear", "embed", "causal_mask",
+FUNCTIONS = ["layer_norm", "gelu", "softmax", "log_softmax", "linear", "embed", "causal_mask",
           "attention", "multi_head", "mlp", "block", "unembed"]
 
 
-@pytest.mark.parametrize("name", BLOCKS)
-def test_a_building_blocks_body_holds_its_maths_and_nothing_else(name):
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_a_model_functions_body_holds_its_maths_and_nothing_else(name):
     fn = getattr(tm, name)
     tree = ast.parse(inspect.getsource(inspect.unwrap(fn)))
     (func,) = tree.body
@@ -56,7 +56,7 @@ def test_forward_on_read_only_weights_never_checks_an_array_of_numbers(monkeypat
     tm.forward([6], frozen, 2, cache=cache)
     assert calls == []                               # not one scan, of a weight or of anything
     tm.layer_norm(np.ones((2, 8)), frozen["ln_f"]["g"], frozen["ln_f"]["b"])
-    assert calls, "a direct call of a building block runs its declared check"
+    assert calls, "a direct call of a model function runs its declared check"
 
 
 def test_a_direct_call_checks_and_a_call_from_forward_does_not(monkeypatch):
@@ -66,13 +66,33 @@ def test_a_direct_call_checks_and_a_call_from_forward_does_not(monkeypatch):
     assert calls == []
     with pytest.raises(ValueError, match="layer_norm takes x with rows of d numbers"):
         tm.layer_norm(np.ones((2, 4)), np.ones(3), 0)
-    # After a refused call the next forward still runs bare, and the next direct call checks.
+    # After a refused call the next forward still runs without checks inside, and the next
+    # direct call checks.
     calls.clear()
     tm.forward([0, 2, 4], tm.PARAMS)
     assert calls == []
     with pytest.raises(ValueError, match="linear takes x"):
         tm.linear(np.ones((2, 4)), np.ones((3, 4)), 0)
 
+
+
+def test_a_direct_call_of_block_checks_once_and_the_functions_inside_it_not_again(monkeypatch):
+    x, blk = np.ones((3, 4)) + np.arange(4), tm.copy_params()["blocks"][0]    # writable: scanned
+    calls = count_checks(monkeypatch)
+    toy_checks.check_block(x, blk, 2)                # what block's own check looks at
+    own = len(calls)
+    calls.clear()
+    tm.block(x, blk, 2)
+    assert own and len(calls) == own, "the layer_norm, multi_head and mlp inside block checked again"
+
+
+def test_a_call_from_a_learners_own_code_is_checked():
+    # A function written in a cell (module __main__) calls the model's functions as a learner does.
+    cell = {"__name__": "__main__", "tm": tm, "np": np}
+    exec("def mine(x):\n    return tm.layer_norm(x, np.ones(3), 0)", cell)
+    with pytest.raises(ValueError, match="layer_norm takes x with rows of d numbers"):
+        cell["mine"](np.ones((2, 4)))
+    assert toy_checks.MODEL_CODE == ("toy_model", "toy_train")
 
 def test_writable_weights_are_checked_on_every_call():
     params = tm.copy_params()
@@ -96,12 +116,12 @@ def test_a_loaded_checkpoint_is_read_only_and_checked_once(tmp_path, monkeypatch
     params = tt.init_params(5, d=8, n_layer=2, n_vocab=20, n_ctx=16)
     tg.save_gpt2(tmp_path / "ckpt", params, 2)
     tg.save_bpe(tmp_path / "ckpt", {chr(97 + i): i for i in range(20)}, [])
-    lab = tg.load_gpt2(tmp_path / "ckpt")
+    checkpoint = tg.load_gpt2(tmp_path / "ckpt")
     with pytest.raises(ValueError):
-        lab["params"]["blocks"][0]["mlp"]["c_fc"]["w"][0, 0] = 1.0
-    tm.forward([1, 2], lab["params"], lab["n_head"])
+        checkpoint["params"]["blocks"][0]["mlp"]["c_fc"]["w"][0, 0] = 1.0
+    tm.forward([1, 2], checkpoint["params"], checkpoint["n_head"])
     calls = count_checks(monkeypatch)
-    tm.forward([1, 2, 3], lab["params"], lab["n_head"])
+    tm.forward([1, 2, 3], checkpoint["params"], checkpoint["n_head"])
     assert calls == []
 
 

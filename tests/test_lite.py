@@ -51,7 +51,7 @@ pytestmark = pytest.mark.lite
 SHOTS = REPO_ROOT / "tests" / "screenshots" / "lite"
 TOKENS_01 = "notebooks/01_tokens.ipynb"
 OUTPUT_06 = "notebooks/06_output.ipynb"
-Z0 = tm.run("the cat climbed the")["logits"][-1]
+Z0 = tm.intermediates("the cat climbed the")["logits"][-1]
 ROOF = tm.VOCAB.index(" roof")
 
 

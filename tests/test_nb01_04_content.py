@@ -78,11 +78,11 @@ def test_02_the_rings_are_the_rows_of_x_labelled_position_and_token():
     fig, ax = tw.new_figure(6.0, 4.6)
     tw.embedding_scatter_plot(ax, dx=1, dy=3, rows_of=TEXT)
     dots, rings = ax.collections
-    x = tm.run(TEXT)["x"]
+    x = tm.intermediates(TEXT)["x"]
     np.testing.assert_array_equal(rings.get_offsets(), x[:, [1, 3]])
     np.testing.assert_array_equal(dots.get_offsets(), tm.PARAMS["wte"][:, [1, 3]])
     labels = [t.get_text() for t in ax.texts if t.get_text()]
-    for n, token in enumerate(tm.run(TEXT)["tokens"], start=1):
+    for n, token in enumerate(tm.intermediates(TEXT)["tokens"], start=1):
         assert any(f"{n}: {token}" in label for label in labels), (n, token)
     # what the prose says of the picture: only row 1 is off its token's dot, and along d2
     ids = tm.encode(TEXT)
@@ -117,11 +117,11 @@ def test_04_the_try_it_section_pictures_both_heads_with_the_mask_off():
     drawn = pictures(section)
     assert drawn and "mask=False" in source(drawn[0])
     assert section.index(drawn[0]) < section.index(next(c for c in section if "tw.mask_and_heads()" in source(c)))
-    fig, axes, maps = tw.heads_figure(tm.run(TEXT, mask=False))
+    fig, axes, maps = tw.heads_figure(tm.intermediates(TEXT, mask=False))
     for h, (a, (im, texts)) in enumerate(zip(axes, maps, strict=True)):
         assert a.get_title().endswith("(no mask)")
         np.testing.assert_allclose(im.get_array(), open_weights_by_hand(TEXT)[h], atol=1e-12)
-    fig, axes, maps = tw.heads_figure(tm.run(TEXT))
+    fig, axes, maps = tw.heads_figure(tm.intermediates(TEXT))
     assert not any("no mask" in a.get_title() for a in axes)
     assert np.isnan(np.asarray(maps[0][0].get_array(), float)[0, 1]), "masked cells stay blank"
 
@@ -129,9 +129,9 @@ def test_04_the_try_it_section_pictures_both_heads_with_the_mask_off():
 @pytest.mark.parametrize("head", [0, 1])
 def test_04_minus_infinity_before_the_softmax_is_zeroing_after_it_and_renormalising(head):
     n = len(tm.encode(TEXT))
-    w_open = tm.run(TEXT, mask=False)["heads"][head]["weights"]
+    w_open = tm.intermediates(TEXT, mask=False)["heads"][head]["weights"]
     zeroed = np.where(tm.causal_mask(n), w_open, 0.0)
-    masked = tm.run(TEXT)["heads"][head]["weights"]
+    masked = tm.intermediates(TEXT)["heads"][head]["weights"]
     np.testing.assert_allclose(zeroed / zeroed.sum(axis=1, keepdims=True), masked, atol=1e-12)
     sums = zeroed.sum(axis=1)
     assert np.all(sums[:-1] < 1 - 1e-3) and np.isclose(sums[-1], 1), "only the last row adds up to 1"
@@ -143,7 +143,7 @@ def test_04_one_head_of_size_4_compromises_on_row_4_and_the_prose_says_what_it_c
     follows head 1; the model run with n_head=1 attends the same way. The prose, in Going
     further, quotes p(next token) at positions 4 and 5 and the mean loss both ways, each
     recomputed here as -ln p, and says which way each went."""
-    r = tm.run(TEXT)
+    r = tm.intermediates(TEXT)
     n = len(r["tokens"])
     h1, h2 = r["heads"]
     both = h1["q"] @ h1["k"].T + h2["q"] @ h2["k"].T
@@ -155,7 +155,7 @@ def test_04_one_head_of_size_4_compromises_on_row_4_and_the_prose_says_what_it_c
     assert one[-1].argmax() == h1["weights"][-1].argmax() == climb         # row 5 follows head 1
     assert h1["weights"][3].argmax() == the and h2["weights"][3].argmax() == climb
     assert 0.3 < one[3, the] < one[3, climb] < 0.6                        # row 4: in between
-    merged = tm.run(TEXT, n_head=1)
+    merged = tm.intermediates(TEXT, n_head=1)
     np.testing.assert_allclose(merged["heads"][0]["weights"], one, atol=1e-12)
     np.testing.assert_allclose(merged["attn"], one @ r["v"] @ tm.PARAMS["blocks"][0]["attn"]["c_proj"]["w"],
                                atol=1e-12)
@@ -216,7 +216,7 @@ def test_04_5_the_model_agrees_with_an_independent_version_on_every_input():
     for label, args in cases:
         np.testing.assert_allclose(SPEC["reference"](*args), independent_heads(*args), atol=1e-12,
                                    err_msg=label)
-    r = tm.run(TEXT)
+    r = tm.intermediates(TEXT)
     np.testing.assert_allclose(SPEC["reference"](r["q"], r["k"], r["v"], 2), r["concat"], atol=1e-12)
 
 
@@ -357,7 +357,7 @@ def test_01_roof_with_its_full_stop_is_one_word_and_two_tokens():
     assert re.findall(r" ?[^\s<]+", " roof.") == [" roof."]
     vocab = list(tm.VOCAB)
     assert tm.encode(" roof.") == [vocab.index(" roof"), vocab.index(".")]
-    assert "['␣roof', '.']" in outputs_after("01_tokens", '`" roof."` as one word')
+    assert "␣roof, '.'" in outputs_after("01_tokens", '`" roof."` as one word')
 
 
 def test_01_merge_is_defined_in_the_first_cell_that_uses_it_and_its_ranks_are_gpt2s():
@@ -483,9 +483,9 @@ def test_02_swapping_two_tokens_changes_the_prediction_only_a_little_as_the_pros
     swapped = [ids[1], ids[0], *ids[2:]]
     assert tm.encode(tm.decode(swapped)) == swapped
     no_pos = {**tm.PARAMS, "wpe": np.zeros((8, 4))}
-    np.testing.assert_allclose(tm.run(TEXT, params=no_pos)["logits"][-1],
-                               tm.run(tm.decode(swapped), params=no_pos)["logits"][-1], atol=1e-12)
-    p, q = tm.run(TEXT)["p"][-1], tm.run(tm.decode(swapped))["p"][-1]
+    np.testing.assert_allclose(tm.intermediates(TEXT, params=no_pos)["logits"][-1],
+                               tm.intermediates(tm.decode(swapped), params=no_pos)["logits"][-1], atol=1e-12)
+    p, q = tm.intermediates(TEXT)["p"][-1], tm.intermediates(tm.decode(swapped))["p"][-1]
     top = list(np.argsort(p)[::-1][:3])
     assert top == list(np.argsort(q)[::-1][:3])
     assert 0.001 < np.abs(p - q)[top].max() < 0.01
@@ -657,7 +657,7 @@ def test_04_head_2s_story_covers_rows_4_and_5_with_the_models_numbers():
     assert f"({f(weights[4, 2])} on `␣climb`, {f(weights[4, 4])} on itself)" in prose
     assert out[3, 0] < 0 and out[4, 0] < 0 < written[3, 0] and 0 < written[4, 0]
     assert f'Rows 4 and 5 gain "go on" instead, {f(written[3, 0])} and {f(written[4, 0])}' in prose
-    r = tm.run(TEXT)
+    r = tm.intermediates(TEXT)
     ln1, k = r["ln1"], r["heads"][1]["k"]
     assert f'1. Its "ending" is -{f(-ln1[3, 2])}: negative' in prose
     assert f'2. Its query is 2 × "ending", so it is negative too: -{f(-q[3, 0])}' in prose

@@ -78,7 +78,7 @@ def test_05_quotes_the_mlps_share_and_gelus_slope_as_computed():
 
 def test_05_quotes_gelu_the_flat_mlp_change_and_the_hand_built_unit_as_computed():
     assert quoted(NB05, "a small negative number ({} at u = -1)") == [tw.fmt(tm.gelu(-1.0))]
-    x5, y5 = tm.run(TEXT, params=tm.switch_off(tm.PARAMS, "attn"))["x"][-1], tm.run(TEXT, params=tm.switch_off(tm.PARAMS, "attn"))["y"][-1]
+    x5, y5 = tm.intermediates(TEXT, params=tm.switch_off(tm.PARAMS, "attn"))["x"][-1], tm.intermediates(TEXT, params=tm.switch_off(tm.PARAMS, "attn"))["y"][-1]
     assert x5[3] == 2 and quoted(NB05, "turns d4's 2 into {}") == [tw.fmt(y5[3])]
     # y_5 = scale·x_5 + shift, read off d1 (where x_5 is 0) and d4; d2 and d3 fit it to 0.002
     shift, scale = y5[0], (y5[3] - y5[0]) / x5[3]
@@ -133,8 +133,8 @@ def test_05_and_06_say_what_a_row_knows_with_attention_off_and_which_units_learn
 
 
 def test_06_quotes_the_tying_mechanism_as_computed():
-    r = tm.run(TEXT)
-    bypass = tm.run(TEXT, params=tm.switch_off(tm.switch_off(tm.tie(tm.PARAMS), "attn"), "mlp"))
+    r = tm.intermediates(TEXT)
+    bypass = tm.intermediates(TEXT, params=tm.switch_off(tm.switch_off(tm.tie(tm.PARAMS), "attn"), "mlp"))
     assert quoted(NB06, "the MLP adds {}, so") == [tw.fmt(r["mlp"][-1][3])]
     assert quoted(NB06, "y₅'s d4 is {} and") == [tw.fmt(r["y"][-1][3])]
     assert quoted(NB06, "its tied logit, {}, beats") == [tw.fmt(r["f"][-1] @ tm.PARAMS["wte"][THE])]
@@ -147,7 +147,7 @@ def test_06_quotes_the_tying_mechanism_as_computed():
 def test_06_says_the_toys_rows_were_designed_for_one_job_and_scores_roof_tied():
     """The two jobs of a tied table: the toy's E was designed to say what follows a token (a
     design, not a rule); ␣roof's row scored against f_5 is quoted as the tied table prints it."""
-    r = tm.run(TEXT)
+    r = tm.intermediates(TEXT)
     E = np.asarray(tm.PARAMS["wte"])
     roof = tm.VOCAB.index(" roof")
     assert quoted(NB06, "f₅ · E[␣roof] = {},") == [tw.fmt(r["f"][-1] @ E[roof])]
@@ -164,7 +164,7 @@ def test_06_says_the_subject_hardly_matters_to_the_toy():
     """Attention brings "climbed" to the last row; the subject changes ␣roof's p by less than
     a thousandth, so the prose says so, with the figure computed here for the other subject."""
     roof = tm.VOCAB.index(" roof")
-    cat, dog = (tm.run(f"the {s} climbed the")["p"][-1][roof] for s in ("cat", "dog"))
+    cat, dog = (tm.intermediates(f"the {s} climbed the")["p"][-1][roof] for s in ("cat", "dog"))
     assert abs(cat - dog) < 5e-4
     assert quoted(NB06, "\"the dog climbed the\" gives ␣roof the same {}.") == [tw.fmt(dog)] == [tw.fmt(cat)]
     assert '"cat" and "climbed" reached the last row' not in prose(NB06)
@@ -186,8 +186,8 @@ def test_a_trained_tied_toy_outvotes_the_direct_path():
     corpus = tt.load_corpus()
     trained, _ = tt.train(corpus, steps=200, seed=2, lr=0.05, tied=True)
     assert "w_u" not in trained
-    with_block = tm.run(TEXT, params=trained)["p"][-1]
-    bypassed = tm.run(TEXT, params=tm.switch_off(tm.switch_off(trained, "attn"), "mlp"))["p"][-1]
+    with_block = tm.intermediates(TEXT, params=trained)["p"][-1]
+    bypassed = tm.intermediates(TEXT, params=tm.switch_off(tm.switch_off(trained, "attn"), "mlp"))["p"][-1]
     assert tw.TOKENS[int(bypassed.argmax())] == "␣the" and bypassed[THE] > 0.5
     assert with_block[THE] < 0.01
     assert tw.TOKENS[int(with_block.argmax())] in ("␣roof", "␣sofa", "␣wall", "␣floor")
@@ -333,8 +333,8 @@ def test_a_switch_draws_the_flipped_setting_dashed(make, flipped, now, other):
     outlines = [b for b in ax.patches if not b.get_fill()]
     assert len(outlines) == len(tw.TOKENS) and all(b.get_linestyle() == "--" for b in outlines)
     start = make is tw.attention_switch                           # the toggle's first value
-    p_now = tm.run(TEXT)["p"][-1]                                 # both start as the toy is
-    p_other = tm.run(TEXT, **flipped)["p"][-1]
+    p_now = tm.intermediates(TEXT)["p"][-1]                                 # both start as the toy is
+    p_other = tm.intermediates(TEXT, **flipped)["p"][-1]
     assert np.allclose(shown(box.chart), p_now)
     assert np.allclose([b.get_height() for b in outlines], p_other)
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
@@ -345,7 +345,7 @@ def test_a_switch_draws_the_flipped_setting_dashed(make, flipped, now, other):
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend[0] == other and now in legend[2]
     find(box, widgets.Text)[0].value = "the dog climbed the"       # a new prompt: both follow
-    assert np.allclose([b.get_height() for b in outlines], tm.run("the dog climbed the")["p"][-1])
+    assert np.allclose([b.get_height() for b in outlines], tm.intermediates("the dog climbed the")["p"][-1])
 
 
 def test_the_tying_picture_shows_the_the_leading_when_tied():
@@ -364,7 +364,7 @@ def test_typing_back_the_shown_logit_changes_nothing():
     box = tw.logit_playground()
     typed = find(box, widgets.Text)[0]
     line = find(box, widgets.HTML)[-2]
-    z0 = tm.run(TEXT)["logits"][-1]
+    z0 = tm.intermediates(TEXT)["logits"][-1]
     roof = tm.VOCAB.index(" roof")
     before = text(line)
     assert z0[roof] != float(tw.fmt(z0[roof])), "the shown logit is rounded"
@@ -430,7 +430,7 @@ def test_the_model_runs_the_random_toy_as_gpt2_does(seed):
     rt = tw.random_toy(seed)
     ids = tm.encode(TEXT)
     assert np.allclose(tm.forward(ids, rt), reference_forward(ids, rt), atol=1e-12)
-    r = tm.run(TEXT, params=rt)
+    r = tm.intermediates(TEXT, params=rt)
     y1 = tm.block(r["x"], rt["blocks"][0], n_head=2)
     assert np.allclose(r["blocks"][0]["y"], y1) and np.allclose(r["y"], tm.block(y1, rt["blocks"][1], n_head=2))
 
@@ -517,7 +517,7 @@ def test_06_says_position_5s_row_is_0_where_x5_equals_the_embedding():
     wpe, E = np.asarray(tm.PARAMS["wpe"]), np.asarray(tm.PARAMS["wte"])
     assert not wpe[4].any() and wpe[0].any() and not wpe[1:].any()
     x5 = E[THE] + wpe[4]
-    assert np.array_equal(x5, E[THE]) and np.array_equal(tm.run(TEXT)["x"][-1], x5)
+    assert np.array_equal(x5, E[THE]) and np.array_equal(tm.intermediates(TEXT)["x"][-1], x5)
     text_ = re.sub(r"\s+", " ", prose(NB06))
     assert "position 5's row of the position table is 0 (notebook 2: only position 1's row is not)" in text_
 
@@ -527,9 +527,9 @@ def test_06_direct_path_is_ln_of_the_embedding_only_when_the_block_adds_nothing(
     ln = lambda v: (v - v.mean()) / np.sqrt(v.var() + 1e-5)          # ln_f's gain 1, bias 0
     g, b = (np.asarray(tm.PARAMS["ln_f"][k]) for k in ("g", "b"))
     assert np.allclose(g, 1) and np.allclose(b, 0)
-    bypass = tm.run(TEXT, params=tm.switch_off(tm.switch_off(tm.tie(tm.PARAMS), "attn"), "mlp"))["f"][-1]
+    bypass = tm.intermediates(TEXT, params=tm.switch_off(tm.switch_off(tm.tie(tm.PARAMS), "attn"), "mlp"))["f"][-1]
     assert np.allclose(bypass, ln(E[THE] + wpe[4])) and np.allclose(bypass, ln(E[THE]))
-    with_block = tm.run(TEXT, params=tm.tie(tm.PARAMS))["f"][-1]                     # ln_f of the whole sum
+    with_block = tm.intermediates(TEXT, params=tm.tie(tm.PARAMS))["f"][-1]                     # ln_f of the whole sum
     assert not np.allclose(with_block, ln(E[THE]), atol=0.1)
     text_ = re.sub(r"\s+", " ", prose(NB06))
     assert "only normalised" not in text_
@@ -544,8 +544,8 @@ def test_06_the_tied_runs_give_the_same_p_after_the_dog_and_say_what_is_not_show
     assert 'its p after "the dog climbed the"' in stored
     for seed in (1, 2, 3):
         trained, _ = tt.train(corpus, steps=200, seed=seed, lr=0.05, tied=True)
-        cat = tm.run(TEXT, params=trained)["p"][-1]
-        dog = tm.run("the dog climbed the", params=trained)["p"][-1]
+        cat = tm.intermediates(TEXT, params=trained)["p"][-1]
+        dog = tm.intermediates("the dog climbed the", params=trained)["p"][-1]
         top = int(cat.argmax())
         assert int(dog.argmax()) == top and abs(cat[top] - dog[top]) < 1e-3
         row = f"{seed}  with its block        {tw.TOKENS[top]}"
@@ -583,8 +583,8 @@ def test_06_shows_the_untied_control_and_quotes_it_as_computed():
     for seed in (1, 2, 3):
         untied, _ = tt.train(corpus, steps=200, seed=seed, lr=0.05, tied=False)
         assert "w_u" in untied
-        cat = tm.run(TEXT, params=untied)["p"][-1]
-        dog = tm.run("the dog climbed the", params=untied)["p"][-1]
+        cat = tm.intermediates(TEXT, params=untied)["p"][-1]
+        dog = tm.intermediates("the dog climbed the", params=untied)["p"][-1]
         cat_roof.append(cat[roof])
         subject.append(cat[roof] > 0.5 and dog[roof] < 0.01)
     assert subject == [True, True, False]
@@ -612,7 +612,7 @@ def test_06_scores_roof_by_hand_as_the_page_does_and_says_how_the_model_differs(
     """On paper, with f_5 and each product rounded to 3 decimals (a final 5 up), 0.494 + 0.928 +
     1.069 = 2.491, as on the Output page; the model, unrounded, 2.4907: both printed, both quoted,
     computed here from the weights by hand, in exact fractions."""
-    r = tm.run(TEXT)
+    r = tm.intermediates(TEXT)
     y5 = np.asarray(r["y"][-1])
     f5 = (y5 - y5.mean()) / np.sqrt(y5.var() + 1e-5)               # ln_f: gain 1, bias 0
     col = np.asarray(tm.PARAMS["w_u"])[:, tm.VOCAB.index(" roof")]

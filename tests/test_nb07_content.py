@@ -101,7 +101,7 @@ def test_the_stepper_picture_shows_the_text_and_what_the_prose_says_of_it():
     marker = next(t for t in root.chart.ax.texts if t.get_text() == "drawn")
     assert not marker.get_visible()
     first = our_loop(args["prompt"], args["temperature"], args["seed"])[0]
-    name = "'.'" if tm.show(first) == "." else tm.show(first)
+    name = tm.token_name(first)
     next(w for w in walk(root) if type(w).__name__ == "Button").click()
     text_line, draw_line = root.chart.title.split("\n")
     assert text_line == f'"{args["prompt"]}{tm.VOCAB[first]}" (2 of {tm.N_CTX} tokens)'
@@ -225,11 +225,11 @@ def test_the_crop_moves_the_start_mark_onto_cat():
     wpe = tm.PARAMS["wpe"]
     assert np.any(wpe[0]) and not np.any(wpe[1:])
     (cell,) = [c for c in CELLS if source(c).startswith('ids = tm.encode("the cat climbed the")\nfor step')]
-    firsts = re.findall(r"reads (\d) tokens, '(\S+)'\s+at position 1", outputs(cell))
+    firsts = re.findall(r"reads (\d) tokens, (\S+)\s+at position 1", outputs(cell))
     ids = tm.encode("the cat climbed the")
     for n, first in firsts:                                  # the same loop, here
         window = ids[-tm.N_CTX:]
-        assert (int(n), first) == (len(window), tm.show(window[0]))
+        assert (int(n), first) == (len(window), tm.token_name(window[0]))
         ids.append(int(np.argmax(p_after(tm.decode(window)))))
     assert ("8", "␣cat") in firsts
     assert "lands on ␣cat" in prose()
@@ -272,8 +272,7 @@ def test_the_notebook_generates_with_the_cache_option():
 # --- 07.5's worked answer ------------------------------------------------------------------
 
 def named(token, p):
-    name = tm.show(token)
-    return f'{chr(39) + name + chr(39) if name == "." else name} ({tw.fmt(p[tm.VOCAB.index(token)])})'
+    return f"{tm.token_name(token)} ({tw.fmt(p[tm.VOCAB.index(token)])})"
 
 
 def test_the_dog_answer_names_the_step_that_goes_wrong_with_its_margins():

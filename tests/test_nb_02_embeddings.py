@@ -48,7 +48,7 @@ def test_add_positions_shows_the_rows_of_x():
     panel = tw.embedding_scatter()
     x_dim, y_dim, positions, ax, dots, rings, area = _parts(panel)
     positions.value = True
-    x = tm.run("the cat climbed the")["x"]
+    x = tm.intermediates("the cat climbed the")["x"]
     assert rings.get_visible()
     np.testing.assert_array_equal(rings.get_offsets(), x[:, [2, 3]])
     assert "1: the" in _labels(ax)

@@ -13,7 +13,7 @@ from widget_tools import find, shown
 
 
 
-WEIGHTS = tm.run("the cat climbed the")["heads"][0]["weights"]
+WEIGHTS = tm.intermediates("the cat climbed the")["heads"][0]["weights"]
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def test_head_weights_are_head_1s_columns_of_c_attn():
     w = tm.PARAMS["blocks"][0]["attn"]["c_attn"]["w"]
     W_Q, W_K, W_V = tw.head_weights(0)
     assert np.array_equal(np.hstack([W_Q, W_K, W_V]), w[:, [0, 1, 4, 5, 8, 9]])
-    r = tm.run("the cat climbed the")
+    r = tm.intermediates("the cat climbed the")
     assert np.allclose(r["ln1"] @ W_Q, r["heads"][0]["q"])
 
 
@@ -47,7 +47,7 @@ def test_picker_starts_on_the_last_token_and_names_climb(picker):
     assert "w-query-picker" in root._dom_classes
     assert pick.value == 5 and pos.value == 5
     check_row(root, 5)
-    out, w = tm.run("the cat climbed the")["heads"][0]["out"][4], WEIGHTS[4]
+    out, w = tm.intermediates("the cat climbed the")["heads"][0]["out"][4], WEIGHTS[4]
     assert info.value == (f"query 5 (␣the): output = [{tw.fmt(out[0])}, {tw.fmt(out[1])}]; it "
                           f"attends most to ␣climb (position 3, weight {tw.fmt(w[2])}).")
     assert w.argmax() == 2
@@ -96,7 +96,7 @@ def test_a_head_that_does_not_exist_gets_one_sentence(head):
 
 def test_head_2_shows_its_own_weights():
     root = tw.query_picker(head=1)
-    w = tm.run("the cat climbed the")["heads"][1]["weights"][4]
+    w = tm.intermediates("the cat climbed the")["heads"][1]["weights"][4]
     assert np.allclose(shown(root.chart), w)
     assert root.chart.title.startswith("head 2, query 5 ")
 
@@ -121,7 +121,7 @@ def test_names_the_prose_relies_on_keep_their_values_through_the_notebook():
         pytest.fail("no markdown cell asks for `scores[3]`")
     w = tm.PARAMS["blocks"][0]["attn"]["c_attn"]["w"]
     assert np.array_equal(names["w"], w), "`w` is no longer c_attn.w"
-    ln1 = tm.run("the cat climbed the")["ln1"]
+    ln1 = tm.intermediates("the cat climbed the")["ln1"]
     q, k = ln1 @ w[:, 0:2], ln1 @ w[:, 4:6]               # head 1's queries and keys
     ed = q[3] @ k.T / np.sqrt(2)                          # the row of ed, by hand
     ed[4:] = -np.inf                                      # ed (row 4) cannot see row 5

@@ -34,8 +34,8 @@ def leak_by_hand(w):
 
 
 def test_future_leak_is_zero_under_the_mask_and_large_without():
-    masked = tm.run("the cat climbed the")["heads"][0]["weights"]
-    open_ = tm.run("the cat climbed the", mask=False)["heads"][0]["weights"]
+    masked = tm.intermediates("the cat climbed the")["heads"][0]["weights"]
+    open_ = tm.intermediates("the cat climbed the", mask=False)["heads"][0]["weights"]
     assert np.allclose(tw.future_leak(masked), 0)
     assert tw.future_leak(open_)[0] > 0.99 and tw.future_leak(open_)[-1] == 0
 
@@ -77,7 +77,7 @@ def test_choosing_one_head_shows_one_map_with_that_heads_weights(mh):
     which.value = "head 2"
     assert fig.axes[0].get_visible() and not fig.axes[1].get_visible()
     assert fig.axes[0].get_title().startswith("head 2")
-    w2 = tm.run("the cat climbed the")["heads"][1]["weights"]
+    w2 = tm.intermediates("the cat climbed the")["heads"][1]["weights"]
     low = np.tril(np.ones((5, 5), dtype=bool))
     assert np.allclose(image(fig.axes[0])[low], w2[low])
     mask.value = False
@@ -138,7 +138,7 @@ def test_04_head_1_makes_ed_lose_surface_and_the_prose_follows_it_key_by_key():
     """Head 1's row 4, by hand: a little weight on ␣climb (value 1), more on ed itself (its
     negative ending), so a negative output that W_O doubles onto "surface"."""
     q, weights, out = heads_by_hand(TEXT)[0]
-    ln1 = tm.run(TEXT)["ln1"]
+    ln1 = tm.intermediates(TEXT)["ln1"]
     wo = tm.PARAMS["blocks"][0]["attn"]["c_proj"]["w"]
     assert out[3, 0] < 0 and wo[0, 1] == 2
     f = tw.fmt

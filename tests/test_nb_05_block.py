@@ -45,10 +45,10 @@ def test_panel_has_the_css_class_and_two_switches_on(widget):
 def test_default_shows_y5_and_roof(widget):
     _, htmls, chart = parts(widget)
     page = text_of(htmls)
-    y5 = tm.run(TEXT)["y"][-1]
+    y5 = tm.intermediates(TEXT)["y"][-1]
     for v in y5:
         assert tw.fmt(v) in page
-    p = tm.run(TEXT)["p"][-1]
+    p = tm.intermediates(TEXT)["p"][-1]
     assert f"most likely next:  ␣roof  ({tw.fmt(p.max())})" in page
     assert np.allclose(shown(chart), p)
     assert_only_top_highlighted(chart, p)
@@ -66,12 +66,12 @@ def assert_only_top_highlighted(chart, p):
 def test_attention_off_moves_the_bars_and_names_cat(widget):
     toggles, htmls, chart = parts(widget)
     toggles["attention branch"].value = False
-    p = tm.run(TEXT, params=tm.switch_off(tm.PARAMS, "attn"))["p"][-1]
+    p = tm.intermediates(TEXT, params=tm.switch_off(tm.PARAMS, "attn"))["p"][-1]
     assert np.allclose(shown(chart), p)
     assert f"␣cat  ({tw.fmt(p.max())})" in text_of(htmls)
     assert_only_top_highlighted(chart, p)
     toggles["MLP branch"].value = False
-    p = tm.run(TEXT, params=tm.switch_off(tm.switch_off(tm.PARAMS, "attn"), "mlp"))["p"][-1]
+    p = tm.intermediates(TEXT, params=tm.switch_off(tm.switch_off(tm.PARAMS, "attn"), "mlp"))["p"][-1]
     assert np.allclose(shown(chart), p)
     assert_only_top_highlighted(chart, p)
 
@@ -82,14 +82,14 @@ def test_both_off_shows_x(widget):
     toggles["MLP branch"].value = False
     shown = text_of(htmls)
     assert "y = x" in shown
-    x = tm.run(TEXT)["x"]
+    x = tm.intermediates(TEXT)["x"]
     table = next(h for h in htmls if "<table" in h.value)
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", table.value)
     assert cells == [tw.fmt(v) for v in x.ravel()]
     # and back on: y_5 again
     toggles["attention branch"].value = True
     toggles["MLP branch"].value = True
-    assert tw.fmt(tm.run(TEXT)["y"][-1][1]) in text_of(htmls)
+    assert tw.fmt(tm.intermediates(TEXT)["y"][-1][1]) in text_of(htmls)
 
 
 def test_no_message_when_all_is_well(widget):
@@ -270,7 +270,7 @@ def test_05_layernorm_refers_back_to_notebook_3_and_shows_only_what_is_new():
     section = next(v for k, v in sections().items() if k.startswith("## 1 LayerNorm"))
     assert "Notebook 3 normalised the row of `ed`" in flat(section[0])
     row = [1.0, 1.0, -1.0, 0.0]                           # ed's embedding, position row 0
-    assert np.array_equal(tm.run(TEXT)["x"][3], row)
+    assert np.array_equal(tm.intermediates(TEXT)["x"][3], row)
     mean = statistics.fmean(row)
     population = [tw.fmt((v - mean) / (statistics.pvariance(row) + 1e-5) ** 0.5) for v in row]
     sample = [tw.fmt((v - mean) / statistics.stdev(row)) for v in row]
@@ -286,14 +286,14 @@ def test_05_the_attention_branch_is_shown_as_its_one_call():
 
 
 def test_05_the_ln2_caveat_quotes_the_models_figure():
-    h5 = np.asarray(tm.run(TEXT)["h"][-1])
+    h5 = np.asarray(tm.intermediates(TEXT)["h"][-1])
     ln = (h5 - h5.mean()) / np.sqrt(((h5 - h5.mean()) ** 2).mean() + 1e-5)
     assert h5[2] == 0 and ln[2] < 0
     assert f"`␣the` is 0 on d3 in h, yet {tw.fmt(ln[2])} after LN₂" in main_path()[0]
 
 
 def test_05_the_relu_count_is_in_going_further_with_the_pairs_that_explain_it():
-    r = tm.run(TEXT)
+    r = tm.intermediates(TEXT)
     h = np.asarray(r["h"])
     ln2 = (h - h.mean(1, keepdims=True)) / np.sqrt(h.var(1, keepdims=True) + 1e-5)
     pre = np.hstack([ln2, -ln2])                          # c_fc: +d_k, then -d_k

@@ -19,7 +19,7 @@ from widget_tools import echo, figure_of, find, nats, press_enter, shown, summar
 
 TEXT = "the cat climbed the"
 ROOF, WALL = tm.VOCAB.index(" roof"), tm.VOCAB.index(" wall")
-Z0 = tm.run(TEXT)["logits"][-1]
+Z0 = tm.intermediates(TEXT)["logits"][-1]
 
 
 def parts(box):
@@ -42,7 +42,7 @@ def test_panels_carry_their_css_class():
 
 def name(j):
     """A token as the widgets' titles name it: the "." token in quotes."""
-    return "'.'" if tw.TOKENS[j] == "." else tw.TOKENS[j]
+    return tw.TOKENS[j]
 
 
 def softmax_by_hand(z):
@@ -226,8 +226,8 @@ def test_logit_shift_moves_logits_not_p_and_keeps_an_exact_c():
 def test_attention_switch_gives_the_two_distributions():
     box = tw.attention_switch()
     line, area = parts(box)
-    p_on = tm.run(TEXT)["p"][-1]
-    p_off = tm.run(TEXT, params=tm.switch_off(tm.PARAMS, "attn"))["p"][-1]
+    p_on = tm.intermediates(TEXT)["p"][-1]
+    p_off = tm.intermediates(TEXT, params=tm.switch_off(tm.PARAMS, "attn"))["p"][-1]
     assert np.allclose(shown(box.chart), p_on)
     assert text(line) == "attention on: " + summary(p_on)
     find(box, widgets.ToggleButton)[0].value = False
@@ -241,19 +241,19 @@ def test_attention_switch_gives_the_two_distributions():
         assert np.allclose(shown(box.chart), p_off)
     prompt.value = "the dog climbed the"
     assert text(area) == "" and "attention off" in text(line)
-    assert np.allclose(shown(box.chart), tm.run("the dog climbed the", params=tm.switch_off(tm.PARAMS, "attn"))["p"][-1])
+    assert np.allclose(shown(box.chart), tm.intermediates("the dog climbed the", params=tm.switch_off(tm.PARAMS, "attn"))["p"][-1])
     assert box.chart.title == 'p of the last row: "the dog climbed the"'
 
 
 def test_tying_switch_starts_untied_and_ties():
     box = tw.tying_switch()
     line, area = parts(box)
-    assert np.allclose(shown(box.chart), tm.run(TEXT)["p"][-1])
+    assert np.allclose(shown(box.chart), tm.intermediates(TEXT)["p"][-1])
     assert "␣roof with p = 0.395" in text(line)
     toggle = find(box, widgets.ToggleButton)[0]
     assert toggle.description == "own W_U"
     toggle.value = True
-    tied = tm.softmax(tm.run(TEXT)["f"][-1] @ tm.PARAMS["wte"].T)       # z = f Eᵀ
+    tied = tm.softmax(tm.intermediates(TEXT)["f"][-1] @ tm.PARAMS["wte"].T)       # z = f Eᵀ
     assert np.allclose(shown(box.chart), tied)
     assert text(line) == "tied: W_U = Eᵀ: " + summary(tied)
     find(box, widgets.Text)[0].value = "cats"

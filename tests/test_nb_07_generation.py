@@ -45,7 +45,7 @@ def check_explorer(root, T, k, p):
     q = want[want > 0]
     assert text(root.children[4]) == (
         f"T = {tw.plain(T)}, k = {k}, p = {tw.plain(p)}: kept {len(q)} of 12 tokens · most "
-        f"likely {tm.show(top)} with p = {tw.fmt(want[top])} · entropy "
+        f"likely {tm.token_name(top)} with p = {tw.fmt(want[top])} · entropy "
         f"{tw.fmt(-(q * np.log(q)).sum())} nats (uniform: {tw.fmt(np.log(12))})")
 
 
@@ -142,7 +142,7 @@ def test_greedy_steps_reach_the_end_of_text_and_stop():
         drawn.append(root.state.ids[-1])
         assert np.allclose(shown(root.chart), next_p(ids, 0.0))    # what it was drawn from
         assert root.chart.highlight == [drawn[-1]]
-    assert [tm.show(i) for i in drawn] == ["␣roof", ".", "<|endoftext|>"]
+    assert [tm.token_name(i) for i in drawn] == ["␣roof", "'.'", "<|endoftext|>"]
     assert step.disabled and "finished" in step.description
     assert "<|endoftext|>" in text(root.children[4])
     assert "which had p = 1.000" in text(root.children[4])   # the step's line stays

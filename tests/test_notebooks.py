@@ -64,30 +64,30 @@ def cell_output_text(cell):
 # (the sentence with {} where the figure stands, the expression that computes it).
 CLAIMS = {
     "03_qkv": [
-        ("has the largest query, {}", "tm.run()['heads'][0]['q'][4, 0]"),
-        ("Row 5's output, {}, is almost exactly", "tm.run()['heads'][0]['out'][4, 0]"),
+        ("has the largest query, {}", "tm.intermediates()['heads'][0]['q'][4, 0]"),
+        ("Row 5's output, {}, is almost exactly", "tm.intermediates()['heads'][0]['out'][4, 0]"),
     ],
     "04_mask_and_heads": [
-        ("`␣the` gains {} on d2", "tm.run()['attn'][4, 1]"),
-        ("puts {} on `␣cat`", "tm.run()['heads'][1]['weights'][2, 1]"),
+        ("`␣the` gains {} on d2", "tm.intermediates()['attn'][4, 1]"),
+        ("puts {} on `␣cat`", "tm.intermediates()['heads'][1]['weights'][2, 1]"),
         ("row 1 keeps only {} of its weight", "open_weights_by_hand()[0][0, 0]"),
         ("follows the louder question, {} on", "tm.softmax(np.where(tm.causal_mask(5), "
-         "tm.run()['q'] @ tm.run()['k'].T / 2, -np.inf))[4, 2]"),
+         "tm.intermediates()['q'] @ tm.intermediates()['k'].T / 2, -np.inf))[4, 2]"),
     ],
     "05_block": [
-        ("y₅ = [{},", "tm.run()['y'][4, 0]"),
-        ("`␣roof` leads with {}", "tm.run()['p'][4, tm.VOCAB.index(' roof')]"),
+        ("y₅ = [{},", "tm.intermediates()['y'][4, 0]"),
+        ("`␣roof` leads with {}", "tm.intermediates()['p'][4, tm.VOCAB.index(' roof')]"),
     ],
     "06_output": [
-        ("which is {} of the total", "tm.run()['p'][4, tm.VOCAB.index(' roof')]"),
-        ("its mean loss, {} nats", "tm.cross_entropy(tm.run()['logits'], TARGETS)"),
-        ("add up to {}", "np.exp(tm.run()['logits'][4]).sum()"),
+        ("which is {} of the total", "tm.intermediates()['p'][4, tm.VOCAB.index(' roof')]"),
+        ("its mean loss, {} nats", "tm.cross_entropy(tm.intermediates()['logits'], TARGETS)"),
+        ("add up to {}", "np.exp(tm.intermediates()['logits'][4]).sum()"),
     ],
     "07_generation": [
         ("three tokens hold {} together",
          "np.sort(tm.softmax(tm.forward(tm.encode('the cat climbed'))[-1]))[-3:].sum()"),
         ("␣roof alone already has {}",
-         "tm.next_token_probs(tm.run()['logits'][4], 1, top_k=3)[tm.VOCAB.index(' roof')]"),
+         "tm.next_token_probs(tm.intermediates()['logits'][4], 1, top_k=3)[tm.VOCAB.index(' roof')]"),
     ],
 }
 

@@ -23,8 +23,9 @@ import toy_induction
 import toy_model as tm
 import toy_train
 import toy_train_checks
+import toy_tree
 
-MODULES = [tm, toy_checks, toy_train, toy_train_checks, toy_gpt2, toy_induction]
+MODULES = [tm, toy_tree, toy_checks, toy_train, toy_train_checks, toy_gpt2, toy_induction]
 FUZZ = settings(max_examples=25, deadline=None, derandomize=True, database=None,
                 phases=[Phase.explicit, Phase.generate],       # no shrinking: a failure is shown as found
                 suppress_health_check=list(HealthCheck))
@@ -110,7 +111,7 @@ BATCHES = BATCH.map(lambda batch: lambda step: batch)
 _ROWS, _WHERE = toy_induction.repeat_rows(0, 2, filler_first=True)
 ROWS_OF_IDS = either(st.just(_ROWS))
 WHERE = either(st.just(_WHERE), st.just([(2, 0, 2), (3, 1, 4)]))
-TWO_BLOCKS = either(st.just(toy_induction.new_model(0)))
+TWO_BLOCKS = either(st.just(toy_induction.new_copy_model(0)))
 CORPUS_TEXT = either(st.sampled_from(["the cat climbed the roof.\nthe dog climbed the wall.\n"]))
 GRADS = either(st.sampled_from([tm.tree_map(np.ones_like, tm.PARAMS),
                                 tm.tree_map(np.zeros_like, tm.PARAMS)]))
@@ -120,7 +121,7 @@ FOLDER = either(st.sampled_from(["ckpt", "ckpt/a", "missing/deeper", "."]))   # 
 # "skip" with a reason for the few that must not be called with generated values.
 A = {
     # toy_model
-    "show": [either(st.integers(0, 11))], "token_name": [either(st.integers(0, 11))], "encode": [TEXT], "decode": [IDS],
+    "token_name": [either(st.integers(0, 11))], "encode": [TEXT], "decode": [IDS],
     "walk": [either(st.just(lambda path, leaf: leaf)), TREE], "tree_map": [FN, TREE], "weight_name": [either(st.just(("blocks", 0, "ln_1")))],
     "weight_names": [TREE], "get_weight": [TREE, NAME],
     "replace_weight": [TREE, NAME, either(st.just(np.zeros((12, 4))))], "freeze": [TREE],
@@ -133,7 +134,7 @@ A = {
     "unembed": [ROWS4, PARAMS], "tie": [PARAMS],
     "forward": [IDS, PARAMS, {"n_head": either(st.just(2)), "mask": FLAG}],
     "switch_off": [PARAMS, either(st.sampled_from(["attn", "mlp"]))],
-    "run": [TEXT, {"mask": FLAG}], "log_softmax": [ROWS12],
+    "intermediates": [TEXT, {"mask": FLAG}], "log_softmax": [ROWS12],
     "cross_entropy": [ROWS12, either(st.lists(st.integers(-1, 11), min_size=1, max_size=5))],
     "entropy": [DIST], "next_token_probs": [ROW12, NUMBER, {"top_k": either(st.integers(1, 12)),
                                                             "top_p": either(st.floats(0.01, 1))}],
@@ -190,19 +191,19 @@ A = {
     "train_batches": [BATCHES, PARAMS, {"steps": either(st.integers(1, 3)), "lr": NUMBER}],
     # toy_induction
     "repeat_rows": [SEED, either(st.integers(1, 4)), {"filler_first": FLAG}], "as_batch": [ROWS_OF_IDS],
-    "check_rows": [ROWS_OF_IDS, WHERE], "batches": [SEED, {"size": COUNT}],
-    "second_copy": [WHERE], "first_copy": [WHERE], "token_losses": [TWO_BLOCKS, either(st.just(1)), ROWS_OF_IDS],
+    "check_rows": [ROWS_OF_IDS, WHERE], "copy_batches": [SEED, {"size": COUNT}],
+    "second_copy_mask": [WHERE], "first_copy_mask": [WHERE], "token_losses": [TWO_BLOCKS, either(st.just(1)), ROWS_OF_IDS],
     "copy_losses": [TWO_BLOCKS, either(st.just(1)), ROWS_OF_IDS, WHERE],
-    "new_model": [SEED, {"n_layer": either(st.integers(1, 2))}],
-    "toy_induction.train": [SEED, {"steps": either(st.integers(1, 2)), "every": COUNT}],
-    "toy_induction.load_sweep": [FOLDER],
+    "new_copy_model": [SEED, {"n_layer": either(st.integers(1, 2))}],
+    "train_copying": [SEED, {"steps": either(st.integers(1, 2)), "every": COUNT}],
+    "load_copy_sweep": [FOLDER],
     "attention_weights": [TWO_BLOCKS, either(st.just(1)), IDS_2D],
     "previous_token_score": [ROWS4], "induction_score": [ROWS4, WHERE],
     "head_scores": [TWO_BLOCKS, either(st.just(1)), ROWS_OF_IDS, WHERE],
     "ablate": [TWO_BLOCKS, COUNT, COUNT, either(st.just(1))],
     "ablation_losses": [TWO_BLOCKS, either(st.just(1)), ROWS_OF_IDS, WHERE],
     "drop_step": [either(st.just([0, 50, 100])), either(st.just([2.7, 0.5, 0.05]))],
-    "load_trained": [], 
+    "load_copy_model": [], 
     "attention_by_offset": [ROWS4],
     "composed_forward": [TWO_BLOCKS, IDS_2D, {"removed": either(st.sampled_from(["", "k", "qv"]))}],
     "composition_losses": [TWO_BLOCKS, ROWS_OF_IDS, WHERE],
@@ -229,13 +230,14 @@ A = {
     "params_by_part": [PARAMS], "tokenizers_merges": [TEXT, COUNT], "time_generation": [IDS, PARAMS, either(st.just(2)), COUNT, FLAG],
 }
 
-# The building blocks' declared checks take what the blocks take, and so do the twins'.
+# The model's functions' declared checks take what the functions take, and so do the
+# backward functions'.
 A.update({f"check_{name}": A[name] for name in [
     "transpose", "softmax_cross_entropy_backward", "linear_backward", "layer_norm_backward",
     "gelu_backward", "mlp_backward", "softmax_backward", "attention_backward",
     "multi_head_backward", "block_backward", "unembed_backward", "embed_backward", "backward",
     "sgd_step", "adam_step", "grad_norm", "clip_gradients"]})
-A.update({"fits": "skip: the checks' own sentence, given the verdict they have computed",
+A.update({"raise_unless": "skip: the checks' own sentence, given the verdict they have computed",
           "positive": [NUMBER, WHO], "same_shape": [WHO],
           "as_linear": [C_FC, WHO, COUNT], "as_block": [BLOCK, COUNT, WHO], "as_mask": [FLAG, WHO],
           "leaves": [PARAMS], "gradient_tree": [GRADS, WHO]})
@@ -243,10 +245,9 @@ A.update({"fits": "skip: the checks' own sentence, given the verdict they have c
 A.update({f"check_{name}": A[name] for name in ["layer_norm", "gelu", "softmax", "log_softmax", "linear",
                                                  "embed", "causal_mask", "attention", "multi_head",
                                                  "mlp", "block", "unembed"]})
-A.update({"check_finite": "skip: the doors call it on their own result, after check_params",
-          "read_sweep": "skip: each lab's load_sweep checks the path, then calls it"})
-A.update({"checked": "skip: a decorator, applied to the model's functions above",
-          "checked_inside": "skip: a context the model's doors enter, no arguments"})
+A.update({"check_finite": "skip: forward and the losses call it on their own result, after check_params",
+          "read_sweep": "skip: each lab's sweep loader checks the path, then calls it"})
+A.update({"checked": "skip: a decorator, applied to the model's functions above"})
 
 
 def entry(module, name):
@@ -438,7 +439,7 @@ BUILDERS = {
     "lab_attention": [either(TINY_LAB), TEXT],
     "copy_training": [SEED, either(st.integers(1, 3)), either(st.integers(1, 2))],
     "head_explorer": [TWO_BLOCKS, ROWS_OF_IDS, WHERE], "head_switches": [TWO_BLOCKS, ROWS_OF_IDS, WHERE],
-    "training_replay": [either(st.just(toy_induction.train(0, steps=2, every=1))), ROWS_OF_IDS, WHERE],
+    "training_replay": [either(st.just(toy_induction.train_copying(0, steps=2, every=1))), ROWS_OF_IDS, WHERE],
 }
 
 

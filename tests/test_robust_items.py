@@ -14,12 +14,12 @@ import toy_widgets as tw
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXT = "the cat climbed the"
-P_ROOF = tm.run(TEXT)["p"][-1][tm.VOCAB.index(" roof")]
+P_ROOF = tm.intermediates(TEXT)["p"][-1][tm.VOCAB.index(" roof")]
 
 
 def unchanged():
     """The model still gives the Output page's p(␣roof) and has every weight."""
-    assert tm.run(TEXT)["p"][-1][tm.VOCAB.index(" roof")] == P_ROOF
+    assert tm.intermediates(TEXT)["p"][-1][tm.VOCAB.index(" roof")] == P_ROOF
     assert "w_u" in tm.PARAMS and len(tm.PARAMS["blocks"]) == 1
 
 
@@ -146,7 +146,7 @@ def test_a_weight_reshaped_in_place_gets_a_sentence_not_a_wrong_answer(attribute
     setattr(W, attribute, value)
     try:
         with pytest.raises(ValueError, match=r"The weight '\w+' has shape"):
-            tm.run(TEXT)
+            tm.intermediates(TEXT)
     finally:
         setattr(W, attribute, before)
     unchanged()
@@ -220,10 +220,10 @@ def test_lists_work_where_a_learner_would_pass_them():
 @pytest.mark.parametrize("call, words", [
     (lambda: tm.causal_mask(5.0), "causal_mask must be a whole number"),
     (lambda: tm.causal_mask(10**9), "causal_mask must be a whole number, 1 to 8192"),
-    (lambda: tm.run(5), "run takes a list of token ids"),
-    (lambda: tm.run(TEXT, temperature=2), "run takes the options"),
+    (lambda: tm.intermediates(5), "intermediates takes a list of token ids"),
+    (lambda: tm.intermediates(TEXT, temperature=2), "intermediates takes the options"),
     (lambda: tm.forward([0, 1], mask="no"), "mask must be True or False"),
-    (lambda: tm.run(TEXT, tied=True), "a switch is an edit of the weights, such as params=tm.switch_off"),
+    (lambda: tm.intermediates(TEXT, tied=True), "a switch is an edit of the weights, such as params=tm.switch_off"),
     (lambda: tm.forward([0, 1], 5), "params must be the weights' dict"),
     (lambda: tm.layer_norm("abc", 1, 0), "layer_norm takes an array of real numbers"),
     (lambda: tm.layer_norm([0, 2, 2, 8], [1, 1], 0), "g and b of d numbers"),

@@ -31,7 +31,7 @@ def _figures(dtype):
     figs.update({"mean": y5.mean(), "sum": y5.sum(), "std": y5.std()})
     figs.update({f"f5[{i}]": r["f"][-1][i] for i in range(4)})
     for j, tok in enumerate(tm.VOCAB):
-        figs.update({f"z {tm.show(tok)}": z[j], f"e^z {tm.show(tok)}": e[j], f"p {tm.show(tok)}": p[j]})
+        figs.update({f"z {tm.token_name(tok)}": z[j], f"e^z {tm.token_name(tok)}": e[j], f"p {tm.token_name(tok)}": p[j]})
     figs["sum e^z"] = e.sum()
     targets = tm.encode(TEXT)[1:] + [tm.VOCAB.index(" roof")]
     probs = tm.softmax(r["logits"])
@@ -41,7 +41,7 @@ def _figures(dtype):
     figs["mean loss"] = np.mean([-np.log(probs[i, t]) for i, t in enumerate(targets)])
     off = tm.softmax(tm.forward(tm.encode(TEXT), tm.switch_off(params, "attn"))[-1])
     for tok in (" cat", " dog", " roof"):
-        figs[f"attention off p {tm.show(tok)}"] = off[tm.VOCAB.index(tok)]
+        figs[f"attention off p {tm.token_name(tok)}"] = off[tm.VOCAB.index(tok)]
     return figs
 
 
@@ -60,9 +60,9 @@ PAGE.update({f"f5[{i}]": v for i, v in enumerate(page.F5)})
 for i, (p, nll) in enumerate(page.ROWS):
     PAGE.update({f"row {i + 1} p(target)": p, f"row {i + 1} -ln p": nll})
 for tok, p in page.ATTENTION_OFF.items():
-    PAGE[f"attention off p {tm.show(tok)}"] = p
+    PAGE[f"attention off p {tm.token_name(tok)}"] = p
 for tok, (z, e, p) in page.LAST_ROW.items():
-    PAGE.update({f"z {tm.show(tok)}": z, f"e^z {tm.show(tok)}": e, f"p {tm.show(tok)}": p})
+    PAGE.update({f"z {tm.token_name(tok)}": z, f"e^z {tm.token_name(tok)}": e, f"p {tm.token_name(tok)}": p})
 
 FIGS = {np.float64: _figures(np.float64), np.float32: _figures(np.float32)}
 
@@ -74,26 +74,26 @@ def test_page_figure(name, dtype):
 
 
 def test_most_likely_token_at_every_position():
-    p = tm.run(TEXT)["p"]
-    assert [tm.show(int(i)) for i in p.argmax(1)] == ["␣cat", "␣climb", "ed", "␣the", "␣roof"]
+    p = tm.intermediates(TEXT)["p"]
+    assert [tm.token_name(int(i)) for i in p.argmax(1)] == ["␣cat", "␣climb", "ed", "␣the", "␣roof"]
 
 
 def test_sorted_order_of_the_last_row():
-    z = tm.run(TEXT)["logits"][-1]
-    order = [tm.show(int(j)) for j in np.argsort(-z)]
+    z = tm.intermediates(TEXT)["logits"][-1]
+    order = [tm.token_name(int(j)) for j in np.argsort(-z)]
     assert order == ["␣roof", "␣wall", "␣sofa", "␣floor", "␣cat", "␣dog", "␣the", "ed", "the",
-                     "<|endoftext|>", "␣climb", "."]
+                     "<|endoftext|>", "␣climb", "'.'"]
 
 
 def test_entropy_of_a_uniform_guess_is_ln_12_and_of_a_certain_one_0():
     assert abs(tm.entropy(np.full(12, 1 / 12)) - page.UNIFORM_LOSS) < page.TOL
     assert tm.entropy(np.eye(12)[6]) == 0
-    p = tm.run(TEXT)["p"][-1]
+    p = tm.intermediates(TEXT)["p"][-1]
     assert np.isclose(tm.entropy(p), -sum(q * math.log(q) for q in p))
 
 
 def test_the_mean_loss_is_the_pages_and_log_softmax_is_ln_p():
-    r = tm.run(TEXT)
+    r = tm.intermediates(TEXT)
     targets = tm.encode(TEXT)[1:] + [tm.VOCAB.index(" roof")]
     assert abs(tm.cross_entropy(r["logits"], targets) - page.MEAN_LOSS) < page.TOL
     z = r["logits"]
@@ -102,14 +102,14 @@ def test_the_mean_loss_is_the_pages_and_log_softmax_is_ln_p():
 
 
 def test_tied_weights_favour_the_token_itself():
-    p = tm.run(TEXT, params=tm.tie(tm.PARAMS))["p"][-1]
+    p = tm.intermediates(TEXT, params=tm.tie(tm.PARAMS))["p"][-1]
     assert tm.VOCAB[int(p.argmax())] == " the"
 
 
 def test_attention_off_is_ln_of_d4_alone():
     """With h = x, the last row's p over all 12 tokens is, at the page's precision, that of
     f = LN of a vector along d4 alone (the spec's note)."""
-    p = tm.run(TEXT, params=tm.switch_off(tm.PARAMS, "attn"))["p"][-1]
+    p = tm.intermediates(TEXT, params=tm.switch_off(tm.PARAMS, "attn"))["p"][-1]
     along_d4 = tm.softmax(tm.layer_norm(np.array([0, 0, 0, 1.0]), 1, 0) @ tm.PARAMS["w_u"])
     assert np.abs(p - along_d4).max() < 5e-4
 
@@ -196,12 +196,12 @@ def test_matches_the_loop_reference_on_random_weights():
 
 @pytest.mark.parametrize("shift", [-1000.0, -3.0, 0.5, 10.0, 1000.0])
 def test_softmax_ignores_a_constant_shift(shift):
-    z = tm.run(TEXT)["logits"][-1]
+    z = tm.intermediates(TEXT)["logits"][-1]
     assert np.allclose(tm.softmax(z + shift), tm.softmax(z), atol=1e-12)
 
 
 def test_p_sums_to_one_on_every_row():
-    assert np.allclose(tm.run(TEXT)["p"].sum(1), 1)
+    assert np.allclose(tm.intermediates(TEXT)["p"].sum(1), 1)
 
 
 @pytest.mark.parametrize("j", range(5))
@@ -214,17 +214,17 @@ def test_changing_a_token_never_changes_an_earlier_row(j):
 
 @pytest.mark.parametrize("head", [0, 1])
 def test_attention_rows_sum_to_one_and_hide_the_future(head):
-    w = tm.run(TEXT)["heads"][head]["weights"]
+    w = tm.intermediates(TEXT)["heads"][head]["weights"]
     assert np.allclose(w.sum(1), 1) and np.all(w[np.triu_indices(5, 1)] == 0)
 
 
 def test_mask_off_lets_the_future_leak():
-    w = tm.run(TEXT, mask=False)["heads"][0]["weights"]
+    w = tm.intermediates(TEXT, mask=False)["heads"][0]["weights"]
     assert w[0, 1:].sum() > 0.1
 
 
 def test_layer_norm_has_mean_0_and_std_1():
-    f = tm.run(TEXT)["f"]
+    f = tm.intermediates(TEXT)["f"]
     assert np.allclose(f.mean(1), 0) and np.allclose(f.std(1), 1, atol=1e-4)
 
 
@@ -242,29 +242,29 @@ def test_random_texts_from_the_vocabulary_round_trip():
 
 
 def test_climbed_is_two_tokens():
-    assert [tm.show(i) for i in tm.encode(TEXT)] == ["the", "␣cat", "␣climb", "ed", "␣the"]
+    assert [tm.token_name(i) for i in tm.encode(TEXT)] == ["the", "␣cat", "␣climb", "ed", "␣the"]
 
 
 def test_temperature_zero_is_greedy_and_top_k_one_too():
-    z = tm.run(TEXT)["logits"][-1]
+    z = tm.intermediates(TEXT)["logits"][-1]
     greedy = tm.next_token_probs(z, 0)
     assert greedy.max() == 1 and tm.VOCAB[int(greedy.argmax())] == " roof"
     assert np.array_equal(tm.next_token_probs(z, 1.0, top_k=1), greedy)
 
 
 def test_high_temperature_approaches_uniform():
-    z = tm.run(TEXT)["logits"][-1]
+    z = tm.intermediates(TEXT)["logits"][-1]
     assert np.allclose(tm.next_token_probs(z, 1e6), 1 / 12, atol=1e-5)
 
 
 def test_top_k_and_top_p_keep_the_right_tokens():
-    z = tm.run(TEXT)["logits"][-1]
+    z = tm.intermediates(TEXT)["logits"][-1]
     p = tm.softmax(z)
     k3 = tm.next_token_probs(z, 1.0, top_k=3)
     assert np.count_nonzero(k3) == 3 and np.isclose(k3.sum(), 1)
     assert np.allclose(k3[k3 > 0], p[k3 > 0] / p[k3 > 0].sum())
     nucleus = tm.next_token_probs(z, 1.0, top_p=0.5)       # ␣roof 0.395 + ␣wall 0.141 reach 0.5
-    assert [tm.show(int(j)) for j in np.nonzero(nucleus)[0]] == ["␣roof", "␣wall"]
+    assert [tm.token_name(int(j)) for j in np.nonzero(nucleus)[0]] == ["␣roof", "␣wall"]
     assert np.allclose(tm.next_token_probs(z, 1.0, top_p=1.0), p, rtol=0, atol=1e-15)
 
 
@@ -342,10 +342,10 @@ def reference_sampling_filter(z, temperature, top_k=None, top_p=None):
 def test_top_p_is_measured_after_top_k():
     """At T = 1, k = 3, p = 0.6: the top 3 renormalised give ␣roof 0.632, so ␣roof alone
     reaches 0.6 (measured before top-k it would need ␣wall too)."""
-    z = tm.run(TEXT)["logits"][-1]
+    z = tm.intermediates(TEXT)["logits"][-1]
     p = tm.next_token_probs(z, 1.0, top_k=3, top_p=0.6)
-    assert [tm.show(int(j)) for j in np.nonzero(p)[0]] == ["␣roof"]
-    assert [tm.show(int(j)) for j in np.nonzero(tm.next_token_probs(z, 1.0, top_p=0.6))[0]] == \
+    assert [tm.token_name(int(j)) for j in np.nonzero(p)[0]] == ["␣roof"]
+    assert [tm.token_name(int(j)) for j in np.nonzero(tm.next_token_probs(z, 1.0, top_p=0.6))[0]] == \
         ["␣roof", "␣wall", "␣sofa"]
 
 
@@ -361,14 +361,14 @@ def test_sampling_filters_match_the_reference_on_random_logits():
 
 
 def test_sampling_follows_p():
-    p = tm.run(TEXT)["p"][-1]
+    p = tm.intermediates(TEXT)["p"][-1]
     rng = np.random.default_rng(0)
     counts = np.bincount([tm.sample(p, rng) for _ in range(20000)], minlength=12) / 20000
     assert np.abs(counts - p).max() < 0.015
 
 
 def test_cross_entropy_is_the_mean_of_minus_ln_p():
-    r = tm.run(TEXT)
+    r = tm.intermediates(TEXT)
     targets = tm.encode(TEXT)[1:] + [tm.VOCAB.index(" roof")]
     assert np.isclose(tm.cross_entropy(r["logits"], targets),
                       np.mean(-np.log(r["p"][np.arange(5), targets])))
@@ -403,13 +403,13 @@ def test_cross_entropy_is_the_mean_of_minus_ln_p():
     (lambda: tm.forward([0, float("nan")]), "whole numbers"),
     (lambda: tm.decode([1.9]), "whole numbers"),
     (lambda: tm.decode("012"), "not text"),
-    (lambda: tm.decode(tm.run(TEXT)["p"][-1]), "whole numbers"),
+    (lambda: tm.decode(tm.intermediates(TEXT)["p"][-1]), "whole numbers"),
     (lambda: tm.decode(np.zeros((2, 2), dtype=int)), "one list"),
-    (lambda: tm.show(12), "ids run from 0 to 11"),
-    (lambda: tm.show(-1), "ids run from 0 to 11"),
-    (lambda: tm.show(None), "text or its id"),
+    (lambda: tm.token_name(12), "ids run from 0 to 11"),
+    (lambda: tm.token_name(-1), "ids run from 0 to 11"),
+    (lambda: tm.token_name(None), "text or its id"),
     # next_token_probs: one row of logits, at least one finite
-    (lambda: tm.next_token_probs(tm.run(TEXT)["logits"]), "one row"),
+    (lambda: tm.next_token_probs(tm.intermediates(TEXT)["logits"]), "one row"),
     (lambda: tm.next_token_probs(np.zeros((1, 12))), "one row"),
     (lambda: tm.next_token_probs(np.zeros((0, 12))), "one row"),
     (lambda: tm.next_token_probs([]), "one row"),
@@ -422,7 +422,7 @@ def test_cross_entropy_is_the_mean_of_minus_ln_p():
     (lambda: tm.sample(np.full(12, 1 / 12), 1.5), "seed"),
     (lambda: tm.sample(np.full(12, 1 / 12), 2**70), "seed"),
     (lambda: tm.sample(np.full(12, 0.5), 0), "add up to 1"),
-    (lambda: tm.sample(tm.run(TEXT)["p"], 0), "one probability"),
+    (lambda: tm.sample(tm.intermediates(TEXT)["p"], 0), "one probability"),
     (lambda: tm.generate("the cat", seed=-3), "seed"),
     (lambda: tm.generate("the cat", seed=0.5), "seed"),
     (lambda: tm.generate("the cat", max_new=-1), "max_new"),
@@ -430,16 +430,16 @@ def test_cross_entropy_is_the_mean_of_minus_ln_p():
     (lambda: tm.generate("the cat", max_new=float("nan")), "max_new"),
     (lambda: tm.generate("the cat", max_new="3"), "max_new"),
     # the loss
-    (lambda: tm.cross_entropy(tm.run(TEXT)["logits"], [1, 2, 3, 4, 12]), "ids run from 0 to 11"),
-    (lambda: tm.cross_entropy(tm.run(TEXT)["logits"], [1, 2, 3, 4, -2]), "ids run from 0 to 11"),
-    (lambda: tm.cross_entropy(tm.run(TEXT)["logits"], [-1] * 5), "at least one graded"),
-    (lambda: tm.cross_entropy(tm.run(TEXT)["logits"], [1, 2, 3]), "one target per row"),
-    (lambda: tm.cross_entropy(tm.run(TEXT)["logits"], []), "one target per row"),
-    (lambda: tm.cross_entropy(tm.run(TEXT)["logits"][-1], [6]), "one row of logits per position"),
+    (lambda: tm.cross_entropy(tm.intermediates(TEXT)["logits"], [1, 2, 3, 4, 12]), "ids run from 0 to 11"),
+    (lambda: tm.cross_entropy(tm.intermediates(TEXT)["logits"], [1, 2, 3, 4, -2]), "ids run from 0 to 11"),
+    (lambda: tm.cross_entropy(tm.intermediates(TEXT)["logits"], [-1] * 5), "at least one graded"),
+    (lambda: tm.cross_entropy(tm.intermediates(TEXT)["logits"], [1, 2, 3]), "one target per row"),
+    (lambda: tm.cross_entropy(tm.intermediates(TEXT)["logits"], []), "one target per row"),
+    (lambda: tm.cross_entropy(tm.intermediates(TEXT)["logits"][-1], [6]), "one row of logits per position"),
     # heads that do not divide d
     (lambda: tm.forward([0, 2], n_head=3), "divides d = 4"),
     (lambda: tm.forward([0, 2], n_head=0), "divides d = 4"),
-    (lambda: tm.run(TEXT, n_head=2.0), "divides d = 4"),
+    (lambda: tm.intermediates(TEXT, n_head=2.0), "divides d = 4"),
 ])
 def test_bad_input_gets_a_clear_message(call, words):
     with pytest.raises(ValueError, match=words.replace(".", r"\.")):
@@ -447,12 +447,12 @@ def test_bad_input_gets_a_clear_message(call, words):
 
 
 def test_a_sample_takes_a_seed_or_a_generator():
-    p = tm.run(TEXT)["p"][-1]
+    p = tm.intermediates(TEXT)["p"][-1]
     assert tm.sample(p, 7) == tm.sample(p, np.random.default_rng(7))
 
 
 def test_a_tiny_temperature_is_greedy_not_an_error():
-    z = tm.run(TEXT)["logits"][-1]
+    z = tm.intermediates(TEXT)["logits"][-1]
     for t in (1e-300, 5e-324):
         assert np.array_equal(tm.next_token_probs(z, t), tm.next_token_probs(z, 0))
 
@@ -472,11 +472,11 @@ def test_the_weights_are_read_only_and_a_copy_changes_freely():
         E[tm.VOCAB.index(" climb")] = 0
     with pytest.raises(ValueError, match="read-only"):
         tm.PARAMS["blocks"][0]["mlp"]["c_proj"]["w"][1, 1] = 5
-    assert abs(tm.run(TEXT)["p"][-1][tm.VOCAB.index(" roof")] - 0.395) < 5e-4
+    assert abs(tm.intermediates(TEXT)["p"][-1][tm.VOCAB.index(" roof")] - 0.395) < 5e-4
     mine = tm.copy_params()
     mine["wte"][tm.VOCAB.index(" climb")] = 0                  # a copy changes freely
-    assert tm.run(TEXT, params=mine)["p"][-1][tm.VOCAB.index(" roof")] < 0.2
-    assert type(tm.run(TEXT)["x"]) is np.ndarray and tm.run(TEXT)["x"].flags.writeable
+    assert tm.intermediates(TEXT, params=mine)["p"][-1][tm.VOCAB.index(" roof")] < 0.2
+    assert type(tm.intermediates(TEXT)["x"]) is np.ndarray and tm.intermediates(TEXT)["x"].flags.writeable
     assert repr(E).startswith("array(")
 
 

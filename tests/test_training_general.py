@@ -187,13 +187,13 @@ def test_a_checkpoint_of_ids_alone_round_trips_bit_for_bit(tmp_path, d_mlp, tied
     tg.save_gpt2(tmp_path, params, n_head=2)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "model.safetensors"]
     assert json.loads((tmp_path / "config.json").read_text())["n_inner"] == d_mlp
-    lab = tg.load_gpt2(tmp_path)
-    assert lab["encode"] is None and lab["decode"] is None and lab["n_head"] == 2
-    assert tm.weight_names(lab["params"]) == tm.weight_names(params)     # tied: no w_u, as saved
+    checkpoint = tg.load_gpt2(tmp_path)
+    assert checkpoint["encode"] is None and checkpoint["decode"] is None and checkpoint["n_head"] == 2
+    assert tm.weight_names(checkpoint["params"]) == tm.weight_names(params)     # tied: no w_u, as saved
     for name in tm.weight_names(params):
-        assert np.array_equal(tm.get_weight(lab["params"], name), tm.get_weight(params, name)), name
+        assert np.array_equal(tm.get_weight(checkpoint["params"], name), tm.get_weight(params, name)), name
     ids = [3, 1, 4, 1, 5, 9, 2, 6]
-    assert np.array_equal(tm.forward(ids, lab["params"], 2), tm.forward(ids, params, 2))
+    assert np.array_equal(tm.forward(ids, checkpoint["params"], 2), tm.forward(ids, params, 2))
 
 
 def test_a_checkpoint_with_half_a_tokenizer_is_refused(tmp_path):

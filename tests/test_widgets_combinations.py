@@ -90,7 +90,7 @@ def test_temperature_explorer_with_all_three_set(T, k, top_p, through):
     line = text(find(root, widgets.HTML)[0])
     top = int(np.argmax(expected))
     assert f"kept {int((expected > 0).sum())} of 12 tokens" in line
-    assert f"most likely {tm.show(top)} with p = {tw.fmt(expected[top])}" in line
+    assert f"most likely {tm.token_name(top)} with p = {tw.fmt(expected[top])}" in line
     assert f"entropy {tw.fmt(nats(expected))} nats" in line
 
 
@@ -132,10 +132,10 @@ def test_a_switch_with_another_prompt(builder, options, on):
     prompt = find(root, widgets.Text)[0]
     prompt.value = "the dog climbed the wall. the"
     find(root, widgets.ToggleButton)[0].value = on
-    expected = tm.run(prompt.value, **options)["p"][-1]
+    expected = tm.intermediates(prompt.value, **options)["p"][-1]
     assert np.allclose(shown(root.chart), expected)
     prompt.value = "the cat"                              # and the prompt again, switch kept
-    assert np.allclose(shown(root.chart), tm.run("the cat", **options)["p"][-1])
+    assert np.allclose(shown(root.chart), tm.intermediates("the cat", **options)["p"][-1])
 
 
 # --- 05: both branches -------------------------------------------------------------------
@@ -147,7 +147,7 @@ def test_block_branches_every_combination(attention_on, mlp_on):
     toggles["MLP branch"].value = mlp_on
     toggles["attention branch"].value = attention_on
     params = tm.PARAMS if attention_on else tm.switch_off(tm.PARAMS, "attn")
-    r = tm.run(TEXT, params=params if mlp_on else tm.switch_off(params, "mlp"))
+    r = tm.intermediates(TEXT, params=params if mlp_on else tm.switch_off(params, "mlp"))
     assert np.allclose(shown(root.chart), r["p"][-1])
     table = next(w for w in find(root, widgets.HTML) if "<table" in w.value)
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", table.value)
@@ -162,7 +162,7 @@ def test_mask_and_heads_every_combination(masked, show):
     root = tw.mask_and_heads()
     find(root, widgets.ToggleButtons)[0].value = show
     find(root, widgets.ToggleButton)[0].value = masked
-    r = tm.run(TEXT, mask=masked)
+    r = tm.intermediates(TEXT, mask=masked)
     heads = {"head 1": [0], "head 2": [1], "both": [0, 1]}[show]
     n = len(r["tokens"])
     for slot, h in enumerate(heads):
@@ -186,7 +186,7 @@ def test_mask_and_heads_every_combination(masked, show):
 def test_query_picker_off_the_default_head_and_query(head, query):
     root = tw.query_picker(head=head)
     find(root, widgets.IntText)[0].value = query
-    h = tm.run(TEXT)["heads"][head]
+    h = tm.intermediates(TEXT)["heads"][head]
     assert np.allclose(shown(root.chart), h["weights"][query - 1])
     line = html.unescape(find(root, widgets.HTML)[0].value)
     assert f"output = [{tw.fmt(h['out'][query - 1][0])}, {tw.fmt(h['out'][query - 1][1])}]" in line
@@ -203,7 +203,7 @@ def test_embedding_scatter_other_dimensions_with_positions(dx, dy):
     ax = root.children[1].figure.axes[0]
     dots, rings = ax.collections[:2]
     np.testing.assert_array_equal(dots.get_offsets(), tm.PARAMS["wte"][:, [dx, dy]])
-    np.testing.assert_allclose(rings.get_offsets(), tm.run(TEXT)["x"][:, [dx, dy]])
+    np.testing.assert_allclose(rings.get_offsets(), tm.intermediates(TEXT)["x"][:, [dx, dy]])
     assert rings.get_visible()
 
 

@@ -90,10 +90,10 @@ def test_a_second_copy_in_another_cell_leaves_the_first_one_working(kernel):
     drawn = []
     a.chart.fig.canvas.mpl_connect("draw_event", lambda e: drawn.append(e))
     slider.value = 5.0
-    z = tm.run("the cat climbed the")["logits"][-1].copy()
+    z = tm.intermediates("the cat climbed the")["logits"][-1].copy()
     z[tm.VOCAB.index(" roof")] = 5.0
     assert np.allclose(shown(a.chart), tm.softmax(z)), "a's plot follows its own slider"
-    assert np.allclose(shown(b.chart), tm.softmax(tm.run("the dog climbed the")["logits"][-1]))
+    assert np.allclose(shown(b.chart), tm.softmax(tm.intermediates("the dog climbed the")["logits"][-1]))
     assert a.comm is not None and a.chart.fig.canvas.comm is not None
 
 

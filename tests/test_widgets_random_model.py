@@ -94,7 +94,7 @@ IDS = [0, 2, 4, 5, 1, 6]
 @pytest.mark.parametrize("seed", [0, 1])
 def test_the_trace_run_shows_matches_the_loops_on_a_random_two_block_model(seed):
     P = random_model(seed)
-    r = tm.run(IDS, params=P, n_head=HEADS)
+    r = tm.intermediates(IDS, params=P, n_head=HEADS)
     logits, weights = reference(IDS, P)
     assert np.allclose(r["logits"], logits, atol=1e-10)
     assert np.allclose(r["p"], tm.softmax(np.array(logits)), atol=1e-12)

@@ -3,7 +3,7 @@ claims (when the second copy's loss drops, that one block did not learn to copy,
 heads matter) rest on more seeds than its Run All has time to train.
 
 For each seed and setting, a fresh attention-only model is trained with the lab's recipe
-(toy_induction.train, the lab's own function) and measured every 50 steps on its rows of
+(toy_induction.train_copying, the lab's own function) and measured every 50 steps on its rows of
 both kinds. The settings: two blocks (the lab's model) on the lab's batches; two blocks
 on batches the lab did not draw (other_rows below, an independent generator of the same
 task, seeded 1000 + seed); one block; one block with two heads; one block trained on
@@ -22,7 +22,7 @@ notebooks/10_induction.ipynb reads and tests/test_lab10.py checks by training on
     python tools/induction_sweep.py --seeds 2 --steps 200 --out /tmp/small.json
     python tools/induction_sweep.py --checkpoint       # data/induction_model/ only
 
---checkpoint trains the lab's live run (seed ti.LIVE_SEED) and writes it as a GPT-2
+--checkpoint trains the lab's live run (seed ti.COPY_SEED) and writes it as a GPT-2
 checkpoint of ids alone (config.json and model.safetensors, float32), which the lab
 loads when training live is too slow.
 """
@@ -52,7 +52,7 @@ OTHER_SEED = 1000                           # other batches: other_rows(default_
 PLACES = {"filler first": "filler", "block first": "block", "both": "either"}
 
 
-def other_rows(rng, n_rows, filler="either", lengths=ti.LENGTHS, n=ti.N_CTX, vocab=ti.V):
+def other_rows(rng, n_rows, filler="either", lengths=ti.LENGTHS, n=ti.COPY_N_CTX, vocab=ti.COPY_VOCAB):
     """The task drawn by code of its own, not ti.repeat_rows: each row a block of l distinct
     ids (l drawn evenly from lengths), the block again, and the remaining n + 1 - 2 l ids
     as filler, all drawn without replacement; the filler before the copies ("filler"),
@@ -74,7 +74,7 @@ def other_rows(rng, n_rows, filler="either", lengths=ti.LENGTHS, n=ti.N_CTX, voc
 
 
 def other_batches(seed, size=ti.BATCH, lengths=ti.LENGTHS):
-    """A function of the step giving a fresh batch of other_rows, for ti.train's stream."""
+    """A function of the step giving a fresh batch of other_rows, for ti.train_copying's stream."""
     rng = np.random.default_rng(OTHER_SEED + seed)
     return lambda step: ti.as_batch(other_rows(rng, size, lengths=lengths)[0])
 
@@ -95,7 +95,7 @@ def one_run(seed, setting, steps):
         if options.pop("other_batches", False) else None
     n_head = options.get("n_head", 1)
     start = time.perf_counter()
-    run = ti.train(seed, steps=steps, every=EVERY, stream=stream, **options)
+    run = ti.train_copying(seed, steps=steps, every=EVERY, stream=stream, **options)
     seconds = time.perf_counter() - start
     params = run["params"]
     finals = {place: round(ti.copy_losses(params, n_head, *held_out(kind))[1], 4)
@@ -123,7 +123,7 @@ def one_run(seed, setting, steps):
 
 
 def write_checkpoint(folder=ROOT / "data" / "induction_model"):
-    run = ti.train(ti.LIVE_SEED, steps=ti.STEPS)
+    run = ti.train_copying(ti.COPY_SEED, steps=ti.STEPS)
     return tg.save_gpt2(folder, run["params"], n_head=1, overwrite=True)
 
 
@@ -148,7 +148,7 @@ def main():
                   + f", {r['seconds']:.1f} s", flush=True)
     sweep = {"steps": args.steps, "every": EVERY, "lr": ti.LR, "batch": ti.BATCH, "d": ti.D,
              "warmup": args.steps // 20, "decay": "cosine to lr / 10", "clip": ti.CLIP,
-             "vocab": ti.V, "lengths": list(ti.LENGTHS), "seeds": list(range(args.seeds)),
+             "vocab": ti.COPY_VOCAB, "lengths": list(ti.LENGTHS), "seeds": list(range(args.seeds)),
              "measure": {"seed": MEASURE_SEED, "rows": MEASURE_ROWS, "generator": "other_rows"},
              "settings": {name: {k: list(v) if isinstance(v, tuple) else v for k, v in o.items()}
                           for name, o in SETTINGS.items() if name in args.settings},

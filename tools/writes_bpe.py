@@ -3,7 +3,7 @@
 The lab's model reads characters. This tool learns byte-level BPE merges from the nine
 training plays with toy_gpt2.train_bpe (lab 09's trainer, GPT-2's pre-split), builds a
 vocabulary of the 63 characters plus the merges, and trains the lab's recipe (tx.RECIPE:
-sizes, batch, steps, Adam, schedule, seed tx.LIVE_SEED) on those tokens instead. Then it
+sizes, batch, steps, Adam, schedule, seed tx.CHAR_SEED) on those tokens instead. Then it
 measures the whole held-out play, cut into consecutive windows of n_ctx tokens, in two
 units: nats per token, and nats per character (the same total of nats shared out over
 the characters the predicted tokens spell), so that the two models can be compared fairly.
@@ -62,10 +62,10 @@ def main():
           f"{len(train_text) / len(train_ids):.2f} characters per token in training")
 
     n_ctx, n_head = recipe["n_ctx"], recipe["n_head"]
-    params = tt.init_params(tx.LIVE_SEED, tied=False, d=recipe["d"], d_mlp=recipe["d_mlp"],
+    params = tt.init_params(tx.CHAR_SEED, tied=False, d=recipe["d"], d_mlp=recipe["d_mlp"],
                             n_layer=recipe["n_layer"], n_vocab=len(vocab), n_ctx=n_ctx)
     params = tm.tree_map(lambda w: np.asarray(w, dtype=np.float32), params)
-    rng = np.random.default_rng(tx.LIVE_SEED)
+    rng = np.random.default_rng(tx.CHAR_SEED)
 
     def batch(step):
         return token_windows(train_ids, rng.integers(0, len(train_ids) - n_ctx, recipe["batch"]), n_ctx)
@@ -91,11 +91,11 @@ def main():
     per_char = per_token * targets.size / chars
     rng_sample = np.random.default_rng(0)
     ids = encode("ROMEO:\n")
-    for _ in range(40):                                     # a sample, cropped as tx.generate does
+    for _ in range(40):                                     # a sample, cropped as tx.generate_chars does
         p = tm.next_token_probs(tm.forward(ids[-n_ctx:], params, n_head)[-1], 0.8)
         ids.append(tm.sample(p, rng_sample))
     out = {"merges": [" ".join(m) for m in merges], "vocab": len(vocab), "recipe": recipe,
-           "seed": tx.LIVE_SEED,
+           "seed": tx.CHAR_SEED,
            "chars_per_token_train": round(len(train_text) / len(train_ids), 4),
            "chars_per_token_heldout": round(len(held_text) / len(held_ids), 4),
            "heldout_per_token": round(per_token, 4), "heldout_per_char": round(per_char, 4),

@@ -2,7 +2,7 @@
 says about it (where the held-out loss ends, when it passes 2 nats per character) rests on
 more runs than the one its Run All trains.
 
-For each seed, a fresh model is trained with toy_writes.train (the lab's own function, the
+For each seed, a fresh model is trained with toy_writes.train_chars (the lab's own function, the
 recipe tx.RECIPE) and measured every 50 steps on 64 fixed held-out windows; at the end, on
 the whole held-out play cut into windows of the context's length. Everything goes to
 data/writes_sweep.json, which notebooks/11_writes.ipynb reads.
@@ -11,8 +11,8 @@ data/writes_sweep.json, which notebooks/11_writes.ipynb reads.
     python tools/writes_sweep.py --seeds 2 --steps 200 --out /tmp/small.json
     python tools/writes_sweep.py --checkpoint          # data/shakespeare/model/ only
 
-The full sweep also writes seed tx.LIVE_SEED's weights as data/shakespeare/model/;
---checkpoint trains that run alone (seed tx.LIVE_SEED) and writes its final weights as a GPT-2
+The full sweep also writes seed tx.CHAR_SEED's weights as data/shakespeare/model/;
+--checkpoint trains that run alone (seed tx.CHAR_SEED) and writes its final weights as a GPT-2
 checkpoint of ids alone (config.json and model.safetensors, float32), which the lab loads
 when training live is too slow, and from which its page's figures are computed. Run with
 OPENBLAS_NUM_THREADS=1, one process at a time, as the lab's figures were.
@@ -39,14 +39,14 @@ def rounded(values, digits=4):
 
 def final_heldout(params, n_head):
     """The whole held-out play, in consecutive windows: nats per character."""
-    return tx.model_loss(params, n_head, *tx.heldout_windows(tx.encode(tx.load_text("heldout"))))
+    return tx.model_loss(params, n_head, *tx.heldout_windows(tx.encode_chars(tx.load_text("heldout"))))
 
 
 def one_run(seed, steps, checkpoint=False):
     """Train one seed; what the lab needs of it, rounded as stored. checkpoint: also write
-    its weights as the shipped checkpoint (the live run: seed tx.LIVE_SEED, the recipe's steps)."""
+    its weights as the shipped checkpoint (the live run: seed tx.CHAR_SEED, the recipe's steps)."""
     start = time.process_time()
-    run = tx.train(seed, steps=steps, sample_every=SAMPLE_EVERY)
+    run = tx.train_chars(seed, steps=steps, sample_every=SAMPLE_EVERY)
     seconds = time.process_time() - start
     if checkpoint:
         print("wrote", tx.save_trained(run, overwrite=True))
@@ -58,9 +58,9 @@ def one_run(seed, steps, checkpoint=False):
             "cpu_seconds": round(seconds, 1)}
 
 
-def write_checkpoint(folder=tx.CHECKPOINT):
+def write_checkpoint(folder=tx.CHAR_CHECKPOINT):
     start = time.perf_counter()
-    run = tx.train(tx.LIVE_SEED)
+    run = tx.train_chars(tx.CHAR_SEED)
     print(f"trained in {time.perf_counter() - start:.0f} s; held-out "
           f"{final_heldout(run['params'], run['n_head']):.4f} nats/char")
     return tx.save_trained(run, folder, overwrite=True)
@@ -78,12 +78,12 @@ def main():
         return
     runs = []
     for seed in range(args.seeds):
-        live = seed == tx.LIVE_SEED and args.steps == tx.RECIPE["steps"] and args.out == OUT
+        live = seed == tx.CHAR_SEED and args.steps == tx.RECIPE["steps"] and args.out == OUT
         runs.append(one_run(seed, args.steps, checkpoint=live))
         r = runs[-1]
         print(f"seed {seed}: held-out {r['final_heldout']:.3f} nats/char, below 2.0 at step "
               f"{r['below_2']}, {r['cpu_seconds']:.0f} s of CPU", flush=True)
-    sweep = {"recipe": tx.RECIPE | {"steps": args.steps}, "vocab": tx.V, "every": 50,
+    sweep = {"recipe": tx.RECIPE | {"steps": args.steps}, "vocab": tx.N_CHARS, "every": 50,
              "sample_every": SAMPLE_EVERY,
              "eval_windows": tx.EVAL_WINDOWS, "seeds": list(range(args.seeds)), "runs": runs}
     args.out.write_text(json.dumps(sweep, indent=1) + "\n", encoding="utf-8")

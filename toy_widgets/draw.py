@@ -11,14 +11,14 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.mathtext import MathTextParser
 
-from toy_model import VOCAB, show, token_name
+from toy_model import VOCAB, token_name
 
 
 # Okabe-Ito colours: distinguishable with the common kinds of colour blindness.
 BLUE, ORANGE, GREEN, VERMILION, SKY, PURPLE, GREY = (
     "#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#999999")
 HEAT = "cividis"                                    # heat maps: readable in colour and in grey
-TOKENS = [show(t) for t in VOCAB]
+TOKENS = [token_name(t) for t in VOCAB]
 # Monospaced text in HTML: the notebook's code font. (A lone "monospace" would make the
 # browser shrink the text to 13 px, its old default size for monospaced fonts.)
 MONOSPACE = "var(--jp-code-font-family, monospace), monospace"

@@ -552,14 +552,14 @@ def _shape(a):
 
 def backward_picture(r, dz, df, dy, dh, dx):
     """Section 4's backward pass beside the forward pass: the forward pass's arrays in a row
-    (ids, x, h, y, f, z, the loss), each with its shape read from the run r (tm.run's
+    (ids, x, h, y, f, z, the loss), each with its shape read from the run r (tm.intermediates's
     intermediates), the forward steps as arrows from left to right above them, and below
     them the gradients (dz, df, dy, dh, dx as section 4 computed them, shapes read from the
     arrays) travelling the other way, each arrow labelled with the rule it applies."""
     arrays = [dz, df, dy, dh, dx]
     if not isinstance(r, dict) or not {"ids", "x", "h", "y", "f", "logits"} <= r.keys() \
             or not all(isinstance(a, np.ndarray) for a in arrays):
-        raise ValueError("backward_picture takes tm.run(...)'s result and the arrays dz, df, dy, dh, dx of section 4.")
+        raise ValueError("backward_picture takes tm.intermediates(...)'s result and the arrays dz, df, dy, dh, dx of section 4.")
     nodes = [("ids", f"{len(r['ids'])} token ids"), ("x", _shape(r["x"])), ("h", _shape(r["h"])),
              ("y", _shape(r["y"])), ("f", _shape(r["f"])), ("z", _shape(r["logits"])), ("loss", "1 number")]
     grads = ["dwte, dwpe", f"dx {_shape(dx)}", f"dh {_shape(dh)}", f"dy {_shape(dy)}",

@@ -18,23 +18,23 @@ LAB_MAX_TOKENS = 12                                  # a longer text makes an un
 LAB_MAX_CHARS = 200                                  # checked before the text is tokenized
 
 
-def lab_attention(lab, text="the cat climbed the", label=""):
-    """A loaded checkpoint's attention (lab = load_gpt2(folder)): pick a layer and a head
+def lab_attention(checkpoint, text="the cat climbed the", label=""):
+    """A loaded checkpoint's attention (checkpoint = load_gpt2(folder)): pick a layer and a head
     with the sliders, type a text and press Enter; the heat map shows that head's weights,
     one row per token looking, one column per token looked at. label names the model
     that was loaded, such as "[GPT-2 small]", above the map's title. A model of one block
     has no layer to pick: its layer slider is hidden."""
-    if not isinstance(lab, dict) or not {"params", "n_head", "encode"} <= lab.keys():
-        raise ValueError("lab_attention takes a loaded model, lab = tg.load_gpt2(folder), "
-                         f"not {type(lab).__name__}.")
+    if not isinstance(checkpoint, dict) or not {"params", "n_head", "encode"} <= checkpoint.keys():
+        raise ValueError("lab_attention takes a loaded model, checkpoint = tg.load_gpt2(folder), "
+                         f"not {type(checkpoint).__name__}.")
     if not isinstance(text, str):
         raise ValueError(f"lab_attention's text is a string, such as 'the cat climbed the', "
                          f"not {type(text).__name__}.")
     if not isinstance(label, str):
         raise ValueError(f"lab_attention's label is a string naming the model, such as "
                          f"'[GPT-2 small]', not {type(label).__name__}.")
-    _model.check_params(lab["params"], lab["n_head"])
-    blocks, n_head = lab["params"]["blocks"], lab["n_head"]
+    _model.check_params(checkpoint["params"], checkpoint["n_head"])
+    blocks, n_head = checkpoint["params"]["blocks"], checkpoint["n_head"]
     fig, ax = live_figure("lab-attention", 6.4, 4.8)
     layer_box = widgets.IntSlider(value=1, min=1, max=len(blocks), description="layer")
     if len(blocks) == 1:
@@ -49,13 +49,13 @@ def lab_attention(lab, text="the cat climbed the", label=""):
         if len(new_text) > LAB_MAX_CHARS:
             raise ValueError(f"The text has {len(new_text):,} characters: type at most "
                              f"{LAB_MAX_TOKENS} tokens (a few words).")
-        ids = lab["encode"](new_text)
+        ids = checkpoint["encode"](new_text)
         if not 0 < len(ids) <= LAB_MAX_TOKENS:
             raise ValueError(f"The text has {len(ids)} tokens: type 1 to {LAB_MAX_TOKENS}, "
                              "so that every cell of the map stays readable.")
         trace = {}
-        forward(ids, lab["params"], n_head, trace=trace)
-        state.text, state.trace, state.tokens = new_text, trace, toy_gpt2.token_texts(lab, ids)
+        forward(ids, checkpoint["params"], n_head, trace=trace)
+        state.text, state.trace, state.tokens = new_text, trace, toy_gpt2.token_texts(checkpoint, ids)
 
     def draw(_=None):
         layer, head = layer_box.value - 1, head_box.value - 1

@@ -23,13 +23,13 @@ from .exercises import choice_exercise, code_exercise, count_exercise, number_ex
 # --- What the widgets take: a model, and repeated rows -----------------------------------
 
 def _model_of(model, n_head, who):
-    """(params, n_head) from a run of ti.train (or copy_training), a checkpoint loaded with
+    """(params, n_head) from a run of ti.train_copying (or copy_training), a checkpoint loaded with
     tg.load_gpt2, or the weights themselves; one sentence for anything else."""
     if isinstance(model, dict) and "params" in model:
         n_head = model.get("n_head", n_head)
         model = model["params"]
     if not isinstance(model, dict):
-        raise ValueError(f"{who} takes a trained model: the run ti.train returns, or its "
+        raise ValueError(f"{who} takes a trained model: the run ti.train_copying returns, or its "
                          f"run['params'], not {shown_value(model)}.")
     return model, check_params(model, n_head)
 
@@ -43,7 +43,7 @@ def _task(rows, where, params, who):
         array = np.asarray(rows)
     except (ValueError, TypeError):
         array = None
-    n = ti.N_CTX + 1
+    n = ti.COPY_N_CTX + 1
     if array is None or array.dtype.kind not in "iu" or array.ndim != 2 or array.shape[1] != n \
             or not 1 <= len(array) <= 10_000:
         raise ValueError(f"{usage}; rows must be 1 to 10,000 rows of {n} whole-number ids, "
@@ -82,14 +82,14 @@ def _name(layer, head, n_head):
 
 # --- The pictures: loss curves and attention maps ----------------------------------------
 
-LN_V = float(np.log(ti.V))
+LN_V = float(np.log(ti.COPY_VOCAB))
 
 
 def _loss_axes(ax, steps, title):
     """Axes for the copies' losses: steps across, nats up on a log scale (so that the drop
     to a few hundredths shows as well as the plateau at ln 16), ln 16 dashed, 0.1 dotted."""
     ax.axhline(LN_V, color=GREY, linestyle="--", linewidth=1,
-               label=f"uniform guess, ln {ti.V} = {fmt(LN_V, 2)}")
+               label=f"uniform guess, ln {ti.COPY_VOCAB} = {fmt(LN_V, 2)}")
     ax.axhline(0.1, color=GREEN, linestyle=":", linewidth=1.2, label="0.1 nats")
     ax.set_xlim(0, steps)
     ax.set_yscale("log")
@@ -112,7 +112,7 @@ def sweep_curves(sweep):
     fits = isinstance(sweep, dict) and isinstance(sweep.get("runs"), list) and sweep["runs"] \
         and all(isinstance(r, dict) and {"setting", "steps", "second"} <= r.keys() for r in sweep["runs"])
     if not fits:
-        raise ValueError(f"sweep_curves takes the sweep ti.load_sweep() reads, not {shown_value(sweep)}.")
+        raise ValueError(f"sweep_curves takes the sweep ti.load_copy_sweep() reads, not {shown_value(sweep)}.")
     fig, ax = new_figure(7.2, 3.4)
     first, second = _loss_axes(ax, max(r["steps"][-1] for r in sweep["runs"]),
                                "Second copy's loss, ten seeds each")
@@ -165,8 +165,8 @@ def _masked(weights):
 # --- 1. The copy task trained live --------------------------------------------------------
 
 def copy_training(seed, steps=ti.STEPS, n_layer=2, every=25, n_head=1):
-    """w-copy-training: ti.train(seed, steps, n_layer, n_head, every) drawing both copies'
-    losses as it trains, with a progress line. Returns the run ti.train returns; the stored
+    """w-copy-training: ti.train_copying(seed, steps, n_layer, n_head, every) drawing both copies'
+    losses as it trains, with a progress line. Returns the run ti.train_copying returns; the stored
     output (the notebook's picture of the widget) is the finished curve. Bad settings get
     their sentence in the progress line, and None is returned."""
     shown_steps = steps if isinstance(steps, (int, np.integer)) and 0 < steps <= 100_000 else 1
@@ -192,7 +192,7 @@ def copy_training(seed, steps=ti.STEPS, n_layer=2, every=25, n_head=1):
         show(seen)
 
     try:
-        run = ti.train(seed, steps, n_layer, n_head, every=every, callback=on_measure)
+        run = ti.train_copying(seed, steps, n_layer, n_head, every=every, callback=on_measure)
     except ValueError as err:                           # bad settings
         run = None
         progress.value = html.escape(str(err))
@@ -200,7 +200,7 @@ def copy_training(seed, steps=ti.STEPS, n_layer=2, every=25, n_head=1):
         drop = ti.drop_step(run["steps"], run["second"])
         progress.value = (f"done: {steps} steps: first copy {fmt(run['first'][-1], 2)} nats, "
                           f"second copy {fmt(run['second'][-1], 2)} nats (uniform guess "
-                          f"ln {ti.V} = {fmt(LN_V, 2)}); " + (
+                          f"ln {ti.COPY_VOCAB} = {fmt(LN_V, 2)}); " + (
                               f"the second copy's loss fell below 0.1 nats by step {drop}."
                               if drop is not None else "the second copy's loss never fell below 0.1 nats."))
         show(run)
@@ -303,7 +303,7 @@ def head_switches(params, rows, where, n_head=1, off=()):
                          f"not {shown_value(off)}.")
     boxes = [widgets.Checkbox(value=(L, h) not in start_off, description=_name(L, h, n_head), indent=False)
              for L, h in heads]
-    predictable = ti.second_copy(where)[0]
+    predictable = ti.second_copy_mask(where)[0]
     ids = rows[0, :-1]
     fig, ax = live_figure("head-switches", 6.8, 3.2)
     bars = ax.bar(range(len(ids)), np.zeros(len(ids)),
@@ -313,7 +313,7 @@ def head_switches(params, rows, where, n_head=1, off=()):
     ax.set_xlabel("the id read at each position of row 1")
     ax.set_ylabel("−ln p(next id), nats")
     ax.legend(handles=[Patch(color=ORANGE), Patch(color=BLUE), ax.lines[0]],
-              labels=["second copy", "other positions", f"ln {ti.V} = {fmt(LN_V, 2)}"],
+              labels=["second copy", "other positions", f"ln {ti.COPY_VOCAB} = {fmt(LN_V, 2)}"],
               loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=3, fontsize=8, frameon=False)
     ax.set_ylim(0, _highest_loss(params, n_head, rows[:1], heads) * 1.05)
     freeze_layout(fig)
@@ -348,7 +348,7 @@ def head_switches(params, rows, where, n_head=1, off=()):
 def _run_of(run):
     if not isinstance(run, dict) or not {"params", "steps", "first", "second", "snapshots"} <= run.keys() \
             or not len(run["steps"]) == len(run["snapshots"]) == len(run["first"]) == len(run["second"]) > 0:
-        raise ValueError(f"training_replay takes the run that ti.train (or tw.copy_training) "
+        raise ValueError(f"training_replay takes the run that ti.train_copying (or tw.copy_training) "
                          f"returns, with its snapshots, not {shown_value(run)}.")
     return run
 
@@ -381,7 +381,7 @@ def training_replay(run, rows, where, step=None):
     images = []
     for L, h in heads:
         ax = fig.add_subplot(grid[h, L])
-        images.append(_attention_map(ax, np.zeros((ti.N_CTX, ti.N_CTX)), ids[0], where[0], labels=False))
+        images.append(_attention_map(ax, np.zeros((ti.COPY_N_CTX, ti.COPY_N_CTX)), ids[0], where[0], labels=False))
         ax.set_title(_name(L, h, n_head), fontsize=9)
     curves = fig.add_subplot(grid[:, -1])
     first, second = _loss_axes(curves, steps[-1], "Both copies' loss")
@@ -427,8 +427,8 @@ def training_replay(run, rows, where, step=None):
 
 # --- Exercises -------------------------------------------------------------------------------
 # 10.1 asks what the lab's trained model puts next: the live run's final weights, read from
-# the checkpoint the course ships (ti.load_trained) when an answer is first checked, or,
-# where that checkpoint is missing, trained once (ti.train with the live run's seed, the
+# the checkpoint the course ships (ti.load_copy_model) when an answer is first checked, or,
+# where that checkpoint is missing, trained once (ti.train_copying with the live run's seed, the
 # same weights). The other exercises need no model.
 
 CHECKPOINT = ti.DATA / "induction_model"
@@ -438,8 +438,8 @@ CHECKPOINT = ti.DATA / "induction_model"
 def _trained():
     """(params, n_head) of the lab's trained two-block model."""
     if (CHECKPOINT / "config.json").is_file():
-        return ti.load_trained(), 1
-    return ti.train(ti.LIVE_SEED)["params"], 1
+        return ti.load_copy_model(), 1
+    return ti.train_copying(ti.COPY_SEED)["params"], 1
 
 
 def _new_row():
@@ -533,7 +533,7 @@ number_exercise(
     hints=lambda: [
         (float(np.mean([_SCORE_WEIGHTS[i, i - 2] for i in (3, 4, 5)])),
          "Leave out the second copy's last position (5): its next id is the filler 5, which "
-         "nothing before predicts, so ti.second_copy does not count it."),
+         "nothing before predicts, so ti.second_copy_mask does not count it."),
         (_score_by(lambda i: i - 3), "That is the weight on i − l, the earlier occurrence of the "
          "same id; the induction head looks one further on, at the id that came after it."),
         (_score_by(lambda i: i - 1), "That is the weight on the previous position, i − 1: the "
@@ -561,7 +561,7 @@ def _previous_cases():
     pure = np.eye(6, k=-1)
     pure[0, 0] = 1.0
     rows, _ = ti.repeat_rows(104, 4, filler_first=True)
-    fresh = ti.attention_weights(ti.new_model(105), 1, ti.as_batch(rows)[0])[0][0]
+    fresh = ti.attention_weights(ti.new_copy_model(105), 1, ti.as_batch(rows)[0])[0][0]
     return [("a head's weights on 5 positions (random scores)", (causal_softmax((5, 5)),)),
             ("a batch of 3 rows of 6 positions, 3 × 6 × 6", (causal_softmax((3, 6, 6)),)),
             ("a pure previous-token head on 6 positions (position 0 on itself)", (pure,)),

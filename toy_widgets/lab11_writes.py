@@ -17,27 +17,27 @@ from .draw import BLUE, GREY, HEAT, ORANGE, VERMILION, fmt, new_figure, static
 from .kit import live_figure, redraw, shown_running
 from .exercises import choice_exercise, code_exercise, number_exercise
 
-_LN_V = float(np.log(tx.V))
+_LN_V = float(np.log(tx.N_CHARS))
 
 
 def _model_of(model, who):
-    """(params, n_head) from a run of tx.train, tx.load_trained(), or one sentence."""
+    """(params, n_head) from a run of tx.train_chars, tx.load_char_model(), or one sentence."""
     if not (isinstance(model, dict) and "params" in model and "n_head" in model):
-        raise ValueError(f"{who} takes a trained model: the run tx.train returns or "
-                         f"tx.load_trained(), not {shown_value(model)}.")
+        raise ValueError(f"{who} takes a trained model: the run tx.train_chars returns or "
+                         f"tx.load_char_model(), not {shown_value(model)}.")
     return model["params"], check_params(model["params"], model["n_head"])
 
 
 @functools.cache
 def _baselines():
-    return tx.baselines(tx.encode(tx.load_text("train")), tx.encode(tx.load_text("heldout")))
+    return tx.baselines(tx.encode_chars(tx.load_text("train")), tx.encode_chars(tx.load_text("heldout")))
 
 
 def _loss_axes(ax, steps, title):
     """Nats per character against the step; the three baselines' held-out losses as lines."""
     base = _baselines()
     ax.axhline(_LN_V, color=GREY, linestyle="--", linewidth=1,
-               label=f"uniform guess, ln {tx.V} = {fmt(_LN_V, 2)}")
+               label=f"uniform guess, ln {tx.N_CHARS} = {fmt(_LN_V, 2)}")
     ax.axhline(base["unigram"], color=GREY, linestyle=":", linewidth=1.2,
                label=f"unigram, {fmt(base['unigram'], 2)}")
     ax.axhline(base["bigram"], color=VERMILION, linestyle=":", linewidth=1.2,
@@ -55,10 +55,10 @@ def _loss_axes(ax, steps, title):
 
 # --- 1. Training live ----------------------------------------------------------------------
 
-def writes_training(seed=tx.LIVE_SEED, steps=tx.RECIPE["steps"], every=50, sample_every=250):
-    """w-writes-training: tx.train(seed, steps) drawing the training and held-out losses as
+def writes_training(seed=tx.CHAR_SEED, steps=tx.RECIPE["steps"], every=50, sample_every=250):
+    """w-writes-training: tx.train_chars(seed, steps) drawing the training and held-out losses as
     it trains, a progress line, and under it a line generated every sample_every steps.
-    Returns the run tx.train returns; the stored output is the finished curve. Bad settings
+    Returns the run tx.train_chars returns; the stored output is the finished curve. Bad settings
     get their sentence in the progress line, and None is returned."""
     shown_steps = steps if isinstance(steps, (int, np.integer)) and 0 < steps <= 100_000 else 1
     fig, ax = live_figure("writes-training", 7.2, 3.4)
@@ -84,7 +84,7 @@ def writes_training(seed=tx.LIVE_SEED, steps=tx.RECIPE["steps"], every=50, sampl
             samples.value = "<pre style='line-height:1.25'>" + "\n\n".join(shown) + "</pre>"
 
     try:
-        run = tx.train(seed, steps, every=every, callback=on_measure, sample_every=sample_every)
+        run = tx.train_chars(seed, steps, every=every, callback=on_measure, sample_every=sample_every)
     except ValueError as err:
         progress.value = html.escape(str(err))
         return None
@@ -100,7 +100,7 @@ def _sweep_run(sweep, seed, who):
         isinstance(r, dict) and {"seed", "steps", "train", "heldout", "samples"} <= r.keys()
         for r in sweep["runs"])
     if not ok:
-        raise ValueError(f"{who} takes the sweep tx.load_sweep() reads, not {shown_value(sweep)}.")
+        raise ValueError(f"{who} takes the sweep tx.load_char_sweep() reads, not {shown_value(sweep)}.")
     found = [r for r in sweep["runs"] if r["seed"] == seed]
     if not found:
         raise ValueError(f"The sweep has no run of seed {shown_value(seed)}: its seeds are "
@@ -108,7 +108,7 @@ def _sweep_run(sweep, seed, who):
     return found[0]
 
 
-def stored_training(sweep, seed=tx.LIVE_SEED):
+def stored_training(sweep, seed=tx.CHAR_SEED):
     """The run of `seed` as the sweep stored it: its two curves (a static picture) and the
     line it wrote every 250 steps: what writes_training shows, without training."""
     r = _sweep_run(sweep, seed, "stored_training")
@@ -121,7 +121,7 @@ def stored_training(sweep, seed=tx.LIVE_SEED):
         print(f"--- step {step}\n{text}")
 
 
-def writes_sweep_curves(sweep, live_seed=tx.LIVE_SEED):
+def writes_sweep_curves(sweep, live_seed=tx.CHAR_SEED):
     """The stored sweep's held-out curve for every seed (grey), the live seed's training and
     held-out curves in colour. A static picture."""
     _sweep_run(sweep, live_seed, "writes_sweep_curves")
@@ -177,7 +177,7 @@ def attention_maps(model, text, heads):
         raise ValueError(f"attention_maps takes one to three heads as (block, head) pairs counted "
                          f"from 0, blocks to {len(params['blocks']) - 1} and heads to {n_head - 1}, "
                          f"not {shown_value(heads)}.")
-    ids = tx.encode(text)
+    ids = tx.encode_chars(text)
     if not 2 <= len(ids) <= len(params["wpe"]):
         raise ValueError(f"attention_maps takes a text of 2 to {len(params['wpe'])} characters, "
                          f"not {len(ids)}.")
@@ -202,7 +202,7 @@ def head_table(model, text):
     """Each head's previous-character and same-character scores on text: [(layer, head,
     previous, itself)]."""
     params, n_head = _model_of(model, "head_table")
-    weights = attention_weights(params, n_head, tx.encode(text))
+    weights = attention_weights(params, n_head, tx.encode_chars(text))
     return [(layer, head, previous_token_score(w), float(np.diagonal(w).mean()))
             for layer, heads in enumerate(weights) for head, w in enumerate(heads)]
 
@@ -213,12 +213,12 @@ def head_table(model, text):
 def _counts():
     """From the training plays: (count of "ax", times "a" is followed by anything, count of
     "xe", times "x" is)."""
-    counts = tx.bigram_counts(tx.encode(tx.load_text("train")))
+    counts = tx.bigram_counts(tx.encode_chars(tx.load_text("train")))
     a, x, e = (tx.CHARS.index(c) for c in "axe")
     return int(counts[a, x]), int(counts[a].sum()), int(counts[x, e]), int(counts[x].sum())
 
 
-def _bigram_loss(add=1, size=tx.V, mean=True, log=np.log):
+def _bigram_loss(add=1, size=tx.N_CHARS, mean=True, log=np.log):
     ax, a, xe, x = _counts()
     losses = [-log((ax + add) / (a + add * size)), -log((xe + add) / (x + add * size))]
     return float(np.mean(losses) if mean else np.sum(losses))
@@ -229,19 +229,19 @@ number_exercise(
         "The bigram loss from counts. In the training plays, “a” is followed by a character "
         f"{_counts()[1]:,} times, {_counts()[0]:,} of them by “x”; “x” is followed by a character "
         f"{_counts()[3]:,} times, {_counts()[2]:,} of them by “e”. With add-one smoothing "
-        f"over the {tx.V} characters, what is the bigram model's mean loss, in nats per "
+        f"over the {tx.N_CHARS} characters, what is the bigram model's mean loss, in nats per "
         "character, on the two predictions of the text “axe” (“x” after “a”, “e” after “x”)?"),
     answer=_bigram_loss,
     hints=lambda: [(_bigram_loss(add=0), "That is without smoothing: add one to each count, "
-                    f"and {tx.V} to each total (one for every character)."),
-                   (_bigram_loss(size=1), f"Add-one smoothing adds one to every one of the {tx.V} "
-                    f"counts in the row, so the total grows by {tx.V}, not by 1."),
+                    f"and {tx.N_CHARS} to each total (one for every character)."),
+                   (_bigram_loss(size=1), f"Add-one smoothing adds one to every one of the {tx.N_CHARS} "
+                    f"counts in the row, so the total grows by {tx.N_CHARS}, not by 1."),
                    (_bigram_loss(mean=False), "That is the sum of the two losses; the loss per "
                     "character is their mean."),
                    (_bigram_loss(log=np.log10), "Use the natural logarithm (ln): nats, not digits.")],
     solution=lambda: (
-        f"{fmt(_bigram_loss())}. p(x | a) = ({_counts()[0]} + 1) / ({_counts()[1]} + {tx.V}), "
-        f"p(e | x) = ({_counts()[2]} + 1) / ({_counts()[3]} + {tx.V}); the loss is the mean of "
+        f"{fmt(_bigram_loss())}. p(x | a) = ({_counts()[0]} + 1) / ({_counts()[1]} + {tx.N_CHARS}), "
+        f"p(e | x) = ({_counts()[2]} + 1) / ({_counts()[3]} + {tx.N_CHARS}); the loss is the mean of "
         "−ln p over the two. Smoothing moves a row seen only a few hundred times (x's) more "
         "than a common one. tx.baselines does the same over every character of the held-out play."))
 
@@ -267,7 +267,7 @@ choice_exercise(
     solution=("Temperature divides the logits before the softmax. Below 1 the gaps grow, so "
               "the likeliest characters take more of p and samples keep to common spellings "
               "(and repeat); above 1 the gaps shrink, p tends to uniform over all "
-              f"{tx.V} characters, and misspellings and odd marks appear. At T = 0 only the "
+              f"{tx.N_CHARS} characters, and misspellings and odd marks appear. At T = 0 only the "
               "likeliest character is ever taken: the greedy loop of section 5."))
 
 
@@ -282,7 +282,7 @@ def sample_chars(p_of, ids, n_new, seed, n_ctx=tx.RECIPE["n_ctx"]):
 
 
 def _bigram_p_of():
-    p = tx.smoothed(tx.bigram_counts(tx.encode(tx.load_text("heldout"))))
+    p = tx.smoothed(tx.bigram_counts(tx.encode_chars(tx.load_text("heldout"))))
 
     def p_of(ids):
         if len(ids) > tx.RECIPE["n_ctx"] - 1:
@@ -293,8 +293,8 @@ def _bigram_p_of():
 
 def _sample_cases():
     p_of = _bigram_p_of()
-    start = list(tx.encode("ROMEO:\n"))
-    long = list(tx.encode(tx.load_text("heldout")[:80]))
+    start = list(tx.encode_chars("ROMEO:\n"))
+    long = list(tx.encode_chars(tx.load_text("heldout")[:80]))
     return [("20 characters after “ROMEO:⏎”, seed 0 (a bigram model as p_of)", (p_of, start, 20, 0)),
             ("5 characters, seed 3", (p_of, start, 5, 3)),
             ("40 characters after a prompt of 80 (longer than the context)", (p_of, long, 40, 1))]
@@ -341,7 +341,7 @@ READ_LINE = "But soft, what light through yonder window breaks?"      # section 
 
 @functools.cache
 def _trained():
-    return tx.load_trained()
+    return tx.load_char_model()
 
 
 @functools.cache
@@ -366,7 +366,7 @@ def _read_answer():
 
 def _first_weight(layer, head):
     model = _trained()
-    w = attention_weights(model["params"], model["n_head"], tx.encode(READ_LINE))[layer][head]
+    w = attention_weights(model["params"], model["n_head"], tx.encode_chars(READ_LINE))[layer][head]
     return float(w[1:, 0].mean())
 
 

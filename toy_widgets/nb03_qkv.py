@@ -5,7 +5,7 @@ import html
 import ipywidgets as widgets
 import numpy as np
 
-from toy_model import N_HEAD, PARAMS, attention, encode, run, softmax
+from toy_model import N_HEAD, PARAMS, attention, encode, intermediates, softmax
 
 from .draw import fmt
 from .kit import builder_text
@@ -15,7 +15,7 @@ from .exercises import EXAMPLE_TEXT, choice_exercise, code_exercise, number_exer
 
 
 def _head(h=0, text=EXAMPLE_TEXT):
-    return run(text)["heads"][h]
+    return intermediates(text)["heads"][h]
 
 
 def _ed_dots():
@@ -164,7 +164,7 @@ def query_picker(text="the cat climbed the", head=0):
     attention weights as bars over the key tokens, its output and its winning key."""
     text = builder_text(text, "query_picker")   # one sentence for a wrong text
     head = _check_head(head)
-    r = run(text)
+    r = intermediates(text)
     tokens, h = r["tokens"], r["heads"][head]
     n = len(tokens)
     pick = widgets.ToggleButtons(options=[(f"{i + 1} {t}", i + 1) for i, t in enumerate(tokens)],

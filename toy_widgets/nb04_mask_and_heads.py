@@ -5,7 +5,7 @@ import html
 import ipywidgets as widgets
 import numpy as np
 
-from toy_model import N_CTX, N_HEAD, PARAMS, attention, causal_mask, multi_head, run
+from toy_model import N_CTX, N_HEAD, PARAMS, attention, causal_mask, intermediates, multi_head
 
 from .draw import VERMILION, fmt, heatmap, new_figure, set_heatmap
 from .kit import builder_text
@@ -34,14 +34,14 @@ count_exercise(
 
 def _old_weights(h, i):
     """Row i of head h on the keys the mask allows, with the mask and without it."""
-    on, off = run(EXAMPLE_TEXT), run(EXAMPLE_TEXT, mask=False)
+    on, off = intermediates(EXAMPLE_TEXT), intermediates(EXAMPLE_TEXT, mask=False)
     return on["heads"][h]["weights"][i, :i + 1], off["heads"][h]["weights"][i, :i + 1]
 
 
 def _new_keys_shrink_all_alike():
     """Without the mask, every row that gains keys (all but the last) keeps its old weights
     in proportion, each multiplied by the same factor below 1."""
-    n = len(run(EXAMPLE_TEXT)["tokens"])
+    n = len(intermediates(EXAMPLE_TEXT)["tokens"])
     factors = [after / before for h in range(N_HEAD) for i in range(n - 1)
                for before, after in [_old_weights(h, i)]]
     return all(np.allclose(f, f[0]) and f[0] < 1 for f in factors)
@@ -77,7 +77,7 @@ _COLUMN = np.array([2.0, 0.0, 1.0, 0.0])
 def _concat_last():
     """The last row of the concatenation as the question prints it (3 decimals): the
     numbers a learner computes with, so the answer is the one they can reach."""
-    r = run(EXAMPLE_TEXT)
+    r = intermediates(EXAMPLE_TEXT)
     row = np.hstack([r["heads"][0]["out"], r["heads"][1]["out"]])[-1]
     return np.array([float(fmt(c)) for c in row])
 
@@ -130,7 +130,7 @@ def _heads_of_model(q, k, v, n_head):
 
 
 def _qkv_of(text=EXAMPLE_TEXT):
-    r = run(text)
+    r = intermediates(text)
     return r["q"], r["k"], r["v"]                   # each [n, d]: every head's columns
 
 
@@ -209,8 +209,8 @@ def outline_future(ax, n, color=VERMILION):
 
 
 def heads_figure(r, live=False):
-    """Both heads' attention weights (from r = run(...)) as two heat maps side by side,
-    masked cells blank, the future outlined; from run(..., mask=False), "(no mask)" under
+    """Both heads' attention weights (from r = intermediates(...)) as two heat maps side by side,
+    masked cells blank, the future outlined; from intermediates(..., mask=False), "(no mask)" under
     the titles, otherwise "(causal mask)". Returns fig, axes, [(im, texts), ...]."""
     tokens = r["tokens"]
     n = len(tokens)
@@ -234,7 +234,7 @@ def mask_and_heads(text="the cat climbed the"):
     place, the future (above the diagonal) is outlined, a line names the largest leak.
     Switching the mask repaints only the maps' cells and titles."""
     text = builder_text(text, "mask_and_heads")   # one sentence for a wrong text
-    runs = {True: run(text), False: run(text, mask=False)}
+    runs = {True: intermediates(text), False: intermediates(text, mask=False)}
     tokens = runs[True]["tokens"]
     n = len(tokens)
     allowed = causal_mask(n)

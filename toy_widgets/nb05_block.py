@@ -6,7 +6,7 @@ import ipywidgets as widgets
 import numpy as np
 
 import toy_model as _model
-from toy_model import DIMS, PARAMS, encode, run, switch_off, token_name
+from toy_model import DIMS, PARAMS, encode, intermediates, switch_off, token_name
 
 from .draw import MONOSPACE, TOKENS, fmt, token_html
 from .kit import builder_text
@@ -51,7 +51,7 @@ def branches(attention=True, mlp=True):
 def _without_residual_answer():
     """What a block without residuals would give with both branches off: the sum of what
     the branches add, which is all such a block keeps (the model's y minus its x)."""
-    r = run(EXAMPLE_TEXT, params=branches(attention=False, mlp=False))
+    r = intermediates(EXAMPLE_TEXT, params=branches(attention=False, mlp=False))
     x, ln, added = r["x"], _ln(r["x"]), r["y"] - r["x"]
     for option, value in zip(_BOTH, [x, ln, 0 * x, x + ln], strict=True):
         if np.allclose(added, value):
@@ -107,7 +107,7 @@ _DOG = "the dog climbed the"
 
 
 def _dog_off():
-    return run(_DOG, params=branches(attention=False))["p"][-1]
+    return intermediates(_DOG, params=branches(attention=False))["p"][-1]
 
 
 choice_exercise(
@@ -121,7 +121,7 @@ choice_exercise(
            "␣cat": "What can the last row see without attention?"},
     solution=lambda: (
         f"`{token_name(int(np.argmax(_dog_off())))}`, with p = {fmt(_dog_off().max())}, as for the cat "
-        f"(try `tm.run(\"{_DOG}\", params=tm.switch_off(tm.PARAMS, \"attn\"))[\"p\"][-1]`). Without "
+        f"(try `tm.intermediates(\"{_DOG}\", params=tm.switch_off(tm.PARAMS, \"attn\"))[\"p\"][-1]`). Without "
         "attention, the last row "
         "knows only that it holds `␣the` and is not the first token; the earlier words, dog or cat, "
         "never reach it, so the model predicts what follows any \"the\"."))
@@ -139,7 +139,7 @@ code_exercise(
             "each row's mean, divide by the square root of its (population) variance plus ε = 1e-5.",
     reference=_ln,
     cases=lambda: [("the row [0, 2, 2, 8]", (_V5[None, :],)),
-                   (f'the block outputs y of "{EXAMPLE_TEXT}"', (np.array(run(EXAMPLE_TEXT)["y"], dtype=float),)),
+                   (f'the block outputs y of "{EXAMPLE_TEXT}"', (np.array(intermediates(EXAMPLE_TEXT)["y"], dtype=float),)),
                    ("the rows [2, 2, 2, 2] and [2, 2, 2, 2.5]", (np.array([[2, 2, 2, 2], [2, 2, 2, 2.5]], float),)),
                    ("a random 3 × 6 array", (np.random.default_rng(0).standard_normal((3, 6)) * 3 + 1,))],
     mistakes=[(lambda x: _ln_rows(x, ddof=1),
@@ -199,10 +199,10 @@ def _plain_norms(blk):
 
 def _block_cases():
     toy, rnd = _model.PARAMS, random_toy()
-    x_rnd = _model.run(EXAMPLE_TEXT, params=rnd)["x"]
-    return [(f'X of "{EXAMPLE_TEXT}" and the toy\'s block', (np.array(run(EXAMPLE_TEXT)["x"]), toy["blocks"][0])),
+    x_rnd = _model.intermediates(EXAMPLE_TEXT, params=rnd)["x"]
+    return [(f'X of "{EXAMPLE_TEXT}" and the toy\'s block', (np.array(intermediates(EXAMPLE_TEXT)["x"]), toy["blocks"][0])),
             ('X of "the dog climbed the" and the toy\'s block',
-             (np.array(run("the dog climbed the")["x"]), toy["blocks"][0])),
+             (np.array(intermediates("the dog climbed the")["x"]), toy["blocks"][0])),
             (f'X of "{EXAMPLE_TEXT}" and the first block of tw.random_toy() (gains and biases not trivial)',
              (np.array(x_rnd), rnd["blocks"][0])),
             ("the first block's output and the second block of tw.random_toy()",
@@ -278,7 +278,7 @@ def block_branches(text="the cat climbed the"):
 
     def update(_=None):
         state.attention, state.mlp = attention.value, mlp_branch.value
-        r = run(text, params=branches(state.attention, state.mlp))
+        r = intermediates(text, params=branches(state.attention, state.mlp))
         for button in (attention, mlp_branch):
             button.button_style = "success" if button.value else ""
             button.icon = "check" if button.value else ""
@@ -308,11 +308,11 @@ def block_branches(text="the cat climbed the"):
 def block_picture(text="the cat climbed the"):
     """The block's two lines drawn as a stream with two side roads: x runs along the stream
     to y; each branch leaves it, normalises (LN), computes (attention, the MLP) and is added
-    back at a ⊕. Every array is labelled with its shape, read from tm.run(text)."""
+    back at a ⊕. Every array is labelled with its shape, read from tm.intermediates(text)."""
     import matplotlib.patches as patches
     from .draw import BLUE, ORANGE, new_figure, static
     text = builder_text(text, "block_picture")
-    r = run(text)
+    r = intermediates(text)
 
     def shape(a):
         return " × ".join(str(n) for n in np.shape(a))

@@ -5,7 +5,7 @@ import numpy as np
 from matplotlib.patches import Patch
 
 from toy_checks import shown_value
-from toy_model import (PARAMS, VOCAB, cross_entropy, encode, entropy, run, softmax, switch_off, tie,
+from toy_model import (PARAMS, VOCAB, cross_entropy, encode, entropy, intermediates, softmax, switch_off, tie,
                        token_name)
 
 from .draw import GREY, SKY, TOKENS, fmt, freeze_layout
@@ -21,7 +21,7 @@ _OUT = ["A word: the one with the highest logit", "12 probabilities, one per tok
 
 
 def _softmax_output():
-    p = run(EXAMPLE_TEXT)["p"][-1]
+    p = intermediates(EXAMPLE_TEXT)["p"][-1]
     return _OUT[1] if len(p) == len(VOCAB) and np.isclose(p.sum(), 1) else _OUT[3]
 
 
@@ -50,7 +50,7 @@ _ADD = ["p(␣roof) stays exactly the same", "p(␣roof) grows e^10 times",
 
 
 def _last_z():
-    return run(EXAMPLE_TEXT)["logits"][-1]
+    return intermediates(EXAMPLE_TEXT)["logits"][-1]
 
 
 choice_exercise(
@@ -113,7 +113,7 @@ _FLOOR = VOCAB.index(" floor")
 def _mean_loss():
     """The toy's mean loss on "the cat climbed the roof": notebook 6's 0.979."""
     ids = encode(EXAMPLE_TEXT + " roof")
-    return float(np.mean(-np.log(run(ids[:-1])["p"][np.arange(len(ids) - 1), ids[1:]])))
+    return float(np.mean(-np.log(intermediates(ids[:-1])["p"][np.arange(len(ids) - 1), ids[1:]])))
 
 number_exercise(
     "06.5", "Carry the example through the softmax. With the same tied weights, no norm "
@@ -161,7 +161,7 @@ def _softmax_rows(z, shift="row", axis=-1):
 
 def _softmax_cases():
     rng = np.random.default_rng(0)
-    return [(f'the logits of "{EXAMPLE_TEXT}"', (np.array(run(EXAMPLE_TEXT)["logits"], dtype=float),)),
+    return [(f'the logits of "{EXAMPLE_TEXT}"', (np.array(intermediates(EXAMPLE_TEXT)["logits"], dtype=float),)),
             ("the rows [1000, 999, 0] and [0, 1, 2]", (np.array([[1000.0, 999.0, 0.0], [0.0, 1.0, 2.0]]),)),
             ("the rows [-1000, -1001] and [0, 1]", (np.array([[-1000.0, -1001.0], [0.0, 1.0]]),)),
             ("random logits, 3 rows of 12", (rng.standard_normal((3, 12)) * 3,))]
@@ -203,7 +203,7 @@ def _loss_cases():
     rng = np.random.default_rng(1)
     ids = encode(EXAMPLE_TEXT + " roof")
     return [(f'the logits of "{EXAMPLE_TEXT}", the next tokens as targets',
-             (np.array(run(ids[:-1])["logits"], dtype=float), np.array(ids[1:]))),
+             (np.array(intermediates(ids[:-1])["logits"], dtype=float), np.array(ids[1:]))),
             ("the rows [1000, 999] and [0, 1], targets 1 and 0",
              (np.array([[1000.0, 999.0], [0.0, 1.0]]), np.array([1, 0]))),
             ("the rows [1000, 0, -1000] and [2, 1, 0], targets 1 and 0",
@@ -259,7 +259,7 @@ def p_summary(p, n_top=3):
 
 
 def _last_logits(text, **options):
-    return run(text, **options)["logits"][-1]
+    return intermediates(text, **options)["logits"][-1]
 
 
 def _z_over_p(name, z, p, z_title, p_title, z_highlight):
@@ -449,7 +449,7 @@ def logit_shift(text="the cat climbed the", c=0.0):
 
 
 def _switch(name, options, labels, text, title, on=True):
-    """A toggle that reruns the model with options(on), run's options for the switch on
+    """A toggle that reruns the model with options(on), intermediates' options for the switch on
     or off, plus a prompt box; p of the last row as filled bars, and p with the switch
     flipped as dashed outlines, so that its picture shows both settings.
     labels = (label when True, label when False)."""
@@ -481,7 +481,7 @@ def _switch(name, options, labels, text, title, on=True):
         update()
 
     def on_prompt(value):
-        run(value)                                  # raises the sentence for a bad prompt
+        intermediates(value)                                  # raises the sentence for a bad prompt
         state.text = value
         update()
 
