@@ -71,8 +71,8 @@ def test_attention_off_on_the_loaded_toy_is_notebook_6s_table(tmp_path):
 
 
 def test_attention_off_changes_every_block_of_a_deeper_model():
-    from test_toy_model import random_params
-    params = random_params(np.random.default_rng(3), vocab=12, n_ctx=8, d=8, n_layer=3)
+    import reference
+    params = reference.random_model(3, d=8, n_layer=3, tied=True)
     ids = [1, 2, 3, 4]
     on, off = tm.forward(ids, params, 2), tm.forward(ids, tm.switch_off(params, "attn"), 2)
     assert not np.allclose(on, off)

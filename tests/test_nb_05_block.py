@@ -8,6 +8,7 @@ import ipywidgets as widgets
 import numpy as np
 import pytest
 
+import reference as ref
 import toy_model as tm
 import toy_widgets as tw
 import matplotlib.colors
@@ -123,34 +124,11 @@ def flat(text):
 
 
 def by_hand(ids, P=tm.PARAMS, attention_on=True, mlp_on=True):
-    """The toy's forward pass in plain numpy, apart from the course's functions: p per row."""
-    P = {k: P[k] for k in ("wte", "wpe", "w_u")} | {"blk": P["blocks"][0]}
-    blk = P["blk"]
-
-    def ln(x):
-        return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
-
-    def gelu(u):
-        return 0.5 * u * (1 + np.tanh(np.sqrt(2 / np.pi) * (u + 0.044715 * u ** 3)))
-
-    x = np.asarray(P["wte"])[ids] + np.asarray(P["wpe"])[:len(ids)]
-    n = len(ids)
-    h = x
-    if attention_on:
-        qkv = ln(x) @ blk["attn"]["c_attn"]["w"]
-        heads = []
-        for c in (slice(0, 2), slice(2, 4)):
-            q, k, v = qkv[:, c], qkv[:, 4:8][:, c], qkv[:, 8:12][:, c]
-            s = q @ k.T / np.sqrt(2)
-            s[np.triu_indices(n, 1)] = -np.inf
-            w = np.exp(s - s.max(1, keepdims=True))
-            heads.append(w / w.sum(1, keepdims=True) @ v)
-        h = x + np.hstack(heads) @ blk["attn"]["c_proj"]["w"]
-    act = gelu(ln(h) @ blk["mlp"]["c_fc"]["w"] + blk["mlp"]["c_fc"]["b"])
-    y = h + act @ blk["mlp"]["c_proj"]["w"] if mlp_on else h
-    z = ln(y) @ P["w_u"]
-    e = np.exp(z - z.max(1, keepdims=True))
-    return e / e.sum(1, keepdims=True), act, y
+    """(p per row, the MLP's activations, y) from the shared reference (tests/reference.py)."""
+    P = P if attention_on else ref.without(P, "attn")
+    trace = {}
+    logits = ref.forward(ids, P if mlp_on else ref.without(P, "mlp"), 2, trace=trace)
+    return ref.softmax_rows(logits), trace["blocks"][0]["act"], trace["blocks"][0]["y"]
 
 
 IDS = tm.encode(TEXT + " roof")

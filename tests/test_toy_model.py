@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import reference as ref
 import toy_model as tm
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,7 +21,7 @@ TEXT = page.TEXT
 
 def _figures(dtype):
     """Every figure of the page, computed by the model (float64 or float32 throughout)."""
-    params = _cast(tm.PARAMS, dtype)
+    params = ref.cast(tm.PARAMS, dtype)
     r = {}
     tm.forward(tm.encode(TEXT), params, trace=r)
     y5 = r["y"][-1]
@@ -43,14 +44,6 @@ def _figures(dtype):
     for tok in (" cat", " dog", " roof"):
         figs[f"attention off p {tm.show(tok)}"] = off[tm.VOCAB.index(tok)]
     return figs
-
-
-def _cast(tree, dtype):
-    if isinstance(tree, dict):
-        return {k: _cast(v, dtype) for k, v in tree.items()}
-    if isinstance(tree, list):
-        return [_cast(v, dtype) for v in tree]
-    return np.asarray(tree, dtype=dtype)
 
 
 PAGE = {f"y5[{i}]": v for i, v in enumerate(page.Y5)}
@@ -121,75 +114,19 @@ def test_greedy_generation_ends_cleanly():
         "the cat climbed the roof.<|endoftext|>"
 
 
-# --- An independent reference: the same GPT-2, written with plain loops ---------------
-
-def reference_forward(ids, params, n_head):
-    """GPT-2's forward pass written again, position by position and head by head."""
-    def ln(v, g, b):
-        mu = sum(v) / len(v)
-        var = sum((a - mu) ** 2 for a in v) / len(v)
-        return [gi * (a - mu) / math.sqrt(var + 1e-5) + bi for a, gi, bi in zip(v, g, b)]
-
-    def matvec(v, w, b):
-        return [sum(v[i] * w[i][j] for i in range(len(v))) + b[j] for j in range(len(b))]
-
-    def gelu(a):
-        return 0.5 * a * (1 + math.tanh(math.sqrt(2 / math.pi) * (a + 0.044715 * a ** 3)))
-
-    xs = [[float(a + b) for a, b in zip(params["wte"][t], params["wpe"][i])] for i, t in enumerate(ids)]
-    d = len(xs[0])
-    dh = d // n_head
-    for p in params["blocks"]:
-        c = p["attn"]["c_attn"]
-        qkv = [matvec(ln(x, p["ln_1"]["g"], p["ln_1"]["b"]), c["w"], c["b"]) for x in xs]
-        new = []
-        for i in range(len(xs)):
-            concat = []
-            for hd in range(n_head):
-                q = qkv[i][hd * dh:(hd + 1) * dh]
-                scores = [sum(a * b for a, b in zip(q, qkv[j][d + hd * dh:d + (hd + 1) * dh])) / math.sqrt(dh)
-                          for j in range(i + 1)]                      # only j <= i: causal
-                m = max(scores)
-                w = [math.exp(s - m) for s in scores]
-                w = [a / sum(w) for a in w]
-                concat += [sum(w[j] * qkv[j][2 * d + hd * dh + k] for j in range(i + 1)) for k in range(dh)]
-            a = matvec(concat, p["attn"]["c_proj"]["w"], p["attn"]["c_proj"]["b"])
-            h = [xa + aa for xa, aa in zip(xs[i], a)]
-            u = ln(h, p["ln_2"]["g"], p["ln_2"]["b"])
-            hid = [gelu(v) for v in matvec(u, p["mlp"]["c_fc"]["w"], p["mlp"]["c_fc"]["b"])]
-            m = matvec(hid, p["mlp"]["c_proj"]["w"], p["mlp"]["c_proj"]["b"])
-            new.append([ha + ma for ha, ma in zip(h, m)])
-        xs = new
-    w_u = params.get("w_u")
-    w_u = np.asarray(params["wte"]).T if w_u is None else w_u
-    return np.array([matvec(ln(x, params["ln_f"]["g"], params["ln_f"]["b"]), w_u, [0.0] * len(w_u[0]))
-                     for x in xs])
-
-
-def random_params(rng, vocab, n_ctx, d, n_layer, scale=0.5):
-    def lin(a, b):
-        return {"w": rng.normal(0, scale, (a, b)), "b": rng.normal(0, scale, b)}
-
-    def norm(n):
-        return {"g": 1 + rng.normal(0, 0.1, n), "b": rng.normal(0, 0.1, n)}
-    return {"wte": rng.normal(0, 1, (vocab, d)), "wpe": rng.normal(0, 1, (n_ctx, d)),
-            "blocks": [{"ln_1": norm(d), "attn": {"c_attn": lin(d, 3 * d), "c_proj": lin(d, d)},
-                        "ln_2": norm(d), "mlp": {"c_fc": lin(d, 4 * d), "c_proj": lin(4 * d, d)}}
-                       for _ in range(n_layer)],
-            "ln_f": norm(d)}
-
+# --- The shared reference (tests/reference.py): GPT-2 written again, loop by loop ----------
 
 def test_matches_the_loop_reference_on_the_toy():
     ids = tm.encode("the cat climbed the roof.")
-    assert np.allclose(tm.forward(ids), reference_forward(ids, tm.PARAMS, tm.N_HEAD), atol=1e-12)
+    assert np.allclose(tm.forward(ids), ref.forward(ids, tm.PARAMS, tm.N_HEAD), atol=1e-12)
 
 
 def test_matches_the_loop_reference_on_random_weights():
     """Random gains, biases and three blocks: every part of the layout is exercised."""
     rng = np.random.default_rng(0)
-    params = random_params(rng, vocab=7, n_ctx=6, d=8, n_layer=3)
+    params = ref.random_model(rng, d=8, n_layer=3, n_vocab=7, n_ctx=6)
     ids = [3, 1, 4, 1, 5, 6]
-    assert np.allclose(tm.forward(ids, params, n_head=4), reference_forward(ids, params, 4), atol=1e-10)
+    assert np.allclose(tm.forward(ids, params, n_head=4), ref.forward(ids, params, 4), atol=1e-10)
 
 
 # --- Invariants -----------------------------------------------------------------------
@@ -311,32 +248,12 @@ def test_generate_goes_on_drawing_from_a_generator_it_is_given(seed, temperature
 
 def test_generate_uses_the_weights_and_heads_it_is_given():
     rng = np.random.default_rng(5)
-    params = random_params(rng, vocab=12, n_ctx=8, d=8, n_layer=2)
+    params = ref.random_model(rng, d=8, n_layer=2, tied=True)
     steps = tm.generate([0, 1], params=params, n_head=4, max_new=3)
     assert len(steps) == 3
-    ref = reference_forward([0, 1], params, 4)[-1]
-    assert steps[0]["next"] == int(np.argmax(ref))
+    want = ref.forward([0, 1], params, 4)[-1]
+    assert steps[0]["next"] == int(np.argmax(want))
     assert not np.allclose(tm.forward([0, 1], params, n_head=2), tm.forward([0, 1], params, n_head=4))
-
-
-def reference_sampling_filter(z, temperature, top_k=None, top_p=None):
-    """Hugging Face's order, written again: T, then top-k, then top-p on the renormalised
-    top-k distribution (a token stays if the mass ranked strictly above it is < top_p)."""
-    z = [a / temperature for a in z]
-    ranked = sorted(range(len(z)), key=lambda j: -z[j])
-    kept = ranked[:top_k] if top_k else ranked
-    total = sum(math.exp(z[j]) for j in kept)
-    probs = {j: math.exp(z[j]) / total for j in kept}
-    if top_p is not None:
-        mass, nucleus = 0.0, []
-        for j in kept:
-            if mass >= top_p:
-                break
-            nucleus.append(j)
-            mass += probs[j]
-        total = sum(probs[j] for j in nucleus)
-        probs = {j: probs[j] / total for j in nucleus}
-    return np.array([probs.get(j, 0.0) for j in range(len(z))])
 
 
 def test_top_p_is_measured_after_top_k():
@@ -356,7 +273,7 @@ def test_sampling_filters_match_the_reference_on_random_logits():
         t = float(rng.choice([0.25, 0.7, 1.0, 2.0]))
         k = None if rng.random() < 0.3 else int(rng.integers(1, len(z) + 1))
         top_p = None if rng.random() < 0.3 else float(rng.uniform(0.05, 1.0))
-        assert np.allclose(tm.next_token_probs(z, t, k, top_p), reference_sampling_filter(z, t, k, top_p),
+        assert np.allclose(tm.next_token_probs(z, t, k, top_p), ref.sampling_filter(z, t, k, top_p),
                            atol=1e-12), (z, t, k, top_p)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import reference as ref
 import toy_model as tm
 import toy_train as tt
 import toy_widgets as tw
@@ -14,26 +15,6 @@ import toy_widgets as tw
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = tm.encode("the cat climbed the")
 EXAMPLE_TARGETS = EXAMPLE[1:] + [tm.VOCAB.index(" roof")]    # the next tokens; last: ␣roof
-
-
-def random_params(seed, d=8, n_layer=2, tied=False, n_vocab=12, n_ctx=8, d_mlp=16):
-    """Random weights with every part non-trivial: LN gains far from 1, non-zero LN and
-    linear biases, so that no term of the gradient can hide behind a 0 or a 1."""
-    rng = np.random.default_rng(seed)
-
-    def lin(a, b):
-        return {"w": rng.normal(0, 0.5, (a, b)), "b": rng.normal(0, 0.3, b)}
-
-    def norm():
-        return {"g": rng.uniform(0.5, 1.5, d), "b": rng.normal(0, 0.3, d)}
-    params = {"wte": rng.normal(0, 1, (n_vocab, d)), "wpe": rng.normal(0, 1, (n_ctx, d)),
-              "blocks": [{"ln_1": norm(), "attn": {"c_attn": lin(d, 3 * d), "c_proj": lin(d, d)},
-                          "ln_2": norm(), "mlp": {"c_fc": lin(d, d_mlp), "c_proj": lin(d_mlp, d)}}
-                         for _ in range(n_layer)],
-              "ln_f": norm()}
-    if not tied:
-        params["w_u"] = rng.normal(0, 0.5, (d, n_vocab))
-    return params
 
 
 def read_only(tree):
@@ -73,12 +54,12 @@ def test_every_gradient_of_the_toy_matches_finite_differences():
 def test_every_gradient_of_random_two_block_weights_matches(n_head):
     ids = [3, 1, 4, 1, 5, 9, 2]                       # a repeated token: its rows add up
     targets = [1, 4, 1, 5, 9, 2, 6]
-    assert_close_to_finite_differences(ids, targets, random_params(n_head), n_head)
+    assert_close_to_finite_differences(ids, targets, ref.random_model(n_head, d_mlp=16), n_head)
 
 
 def test_tied_weights_get_both_gradients_of_wte():
     """Tied: wte is the embedding and the unembedding; its gradient sums both roles."""
-    params = random_params(7, d=4, d_mlp=8, tied=True)
+    params = ref.random_model(7, d=4, d_mlp=8, tied=True)
     assert "w_u" not in params
     assert_close_to_finite_differences([0, 5, 5, 7, 2], [5, 5, 7, 2, 11], params, 2)
 
@@ -86,7 +67,7 @@ def test_tied_weights_get_both_gradients_of_wte():
 def test_a_padded_batch_matches_finite_differences():
     ids = [[3, 1, 4, 1, 5], [2, 6, 11, 11, 11]]
     targets = [[1, 4, 1, 5, 9], [6, 10, -1, -1, -1]]   # -1: padding, not graded
-    assert_close_to_finite_differences(ids, targets, random_params(3, d=4, n_layer=1, d_mlp=8), 2)
+    assert_close_to_finite_differences(ids, targets, ref.random_model(3, d=4, n_layer=1, d_mlp=8), 2)
 
 
 # --- The loss and the batch ---------------------------------------------------------------
@@ -106,7 +87,7 @@ def test_last_rows_logit_gradient_is_p_minus_onehot():
     assert dz[-1, roof] < 0 and (np.delete(dz[-1], roof) > 0).all()
 
 
-@pytest.mark.parametrize("params, n_head", [(tm.PARAMS, 2), (random_params(1), 4)],
+@pytest.mark.parametrize("params, n_head", [(tm.PARAMS, 2), (ref.random_model(1, d_mlp=16), 4)],
                          ids=["toy", "random 2 blocks"])
 def test_the_batched_forward_is_the_forward(params, n_head):
     for text in ["the cat climbed the", "the dog climbed the wall.<|endoftext|>", "the"]:
@@ -136,7 +117,7 @@ def test_a_batch_is_refused_for_an_id_out_of_range_in_any_row(row, bad):
 def test_a_batch_is_the_token_weighted_mean_of_its_texts():
     corpus = [tm.encode("the cat climbed the roof.") + [tm.EOT], tm.encode("the dog climbed.") + [tm.EOT]]
     ids, targets = tt.corpus_batch(corpus)
-    params = random_params(2, d=4, n_layer=1)
+    params = ref.random_model(2, d=4, n_layer=1, d_mlp=16)
     loss, grads = tt.loss_and_grads(ids, targets, params)
     single = [tt.loss_and_grads(seq[:-1], seq[1:], params) for seq in corpus]
     counts = np.array([len(seq) - 1 for seq in corpus])
@@ -149,7 +130,7 @@ def test_a_batch_is_the_token_weighted_mean_of_its_texts():
 
 # --- Invariants ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("params, n_head", [(tm.PARAMS, 2), (random_params(4), 4)],
+@pytest.mark.parametrize("params, n_head", [(tm.PARAMS, 2), (ref.random_model(4, d_mlp=16), 4)],
                          ids=["toy", "random 2 blocks"])
 def test_a_small_gradient_step_lowers_the_loss(params, n_head):
     ids, targets = [0, 2, 4, 5, 1, 6], [2, 4, 5, 1, 6, 10]
@@ -160,7 +141,7 @@ def test_a_small_gradient_step_lowers_the_loss(params, n_head):
     assert loss - new_loss == pytest.approx(1e-3 * squared, rel=0.05)   # first order: lr |g|^2
 
 
-@pytest.mark.parametrize("params, n_head", [(tm.PARAMS, 2), (random_params(5), 4)],
+@pytest.mark.parametrize("params, n_head", [(tm.PARAMS, 2), (ref.random_model(5, d_mlp=16), 4)],
                          ids=["toy", "random 2 blocks"])
 @pytest.mark.parametrize("i", range(6))
 def test_the_loss_at_a_position_ignores_every_later_position(params, n_head, i):
@@ -180,7 +161,7 @@ def test_the_loss_at_a_position_ignores_every_later_position(params, n_head, i):
 
 
 def test_grads_have_exactly_the_layout_of_params():
-    for params in [tm.PARAMS, random_params(6), random_params(6, tied=True)]:
+    for params in [tm.PARAMS, ref.random_model(6, d_mlp=16), ref.random_model(6, tied=True, d_mlp=16)]:
         _, grads = tt.loss_and_grads([1, 2, 3], [2, 3, 4], params, 2)
         assert tm.weight_names(grads) == tm.weight_names(params)
         for name in tm.weight_names(params):
