@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # that does not exist in the tree planted into is left out).
 MODEL = ["tests/test_toy_model.py", "tests/test_forward_combinations.py",
          "tests/test_widgets_random_model.py"]
-TRAINING = ["tests/test_training.py", "tests/test_training_general.py"]
+TRAINING = ["tests/test_training.py", "tests/test_training_general.py", "tests/test_lab08_stats.py"]
 
 # (description, [(file, exact old text, new text), ...], [tests that should catch it])
 PLANTS = [
@@ -97,8 +97,8 @@ PLANTS = [
        "            set_logit(value)\n            state.set(typed, \"\")                # the box is empty or shows what is applied\n            update()",
        "            update()\n            set_logit(value)\n            state.set(typed, \"\")")],
      ["tests/test_nb_06_output.py", "tests/test_widgets_combinations.py"]),
-    ("the logit shift draws p of the unshifted logits",
-     [("toy_widgets/nb06_output.py", "        z = z0 + c\n        p = softmax(z)", "        z = z0 + c\n        p = softmax(z0 + c / 2)")],
+    ("the logit shift draws the unshifted logits",
+     [("toy_widgets/nb06_output.py", "        z_chart.set(z, highlight=top)", "        z_chart.set(z0, highlight=top)")],
      ["tests/test_nb_06_output.py", "tests/test_widgets_combinations.py"]),
     # The project's own earlier plant (benchmarks/RESULTS.md, 2026-12-06): the browser
     # edition without matplotlib's font list; caught by the lite test (slow, needs Chromium).

@@ -65,23 +65,6 @@ def _flat(tree):
     return np.concatenate(out)
 
 
-def test_early_stopping_returns_the_weights_of_the_lowest_heldout_loss():
-    corpus, heldout = tt.load_corpus(), tt.load_heldout()
-    record = {}
-    params, history = tt.train(corpus, steps=300, seed=2, clip=1.0, heldout=heldout,
-                               early_stopping=True, record=record)
-    best = int(np.argmin(record["heldout"]))
-    assert record["best_step"] == best and 0 < best < 300 and len(history) == 301
-    assert tt.corpus_loss(heldout, params) == pytest.approx(min(record["heldout"]), abs=1e-12)
-    last, _ = tt.train(corpus, steps=300, seed=2, clip=1.0)
-    assert tt.corpus_loss(heldout, last) == pytest.approx(record["heldout"][-1], abs=1e-12)
-
-
-def test_early_stopping_needs_heldout_texts():
-    with pytest.raises(ValueError, match="needs heldout texts"):
-        tt.train(tt.load_corpus(), steps=2, early_stopping=True)
-
-
 # --- Fisher's exact test -----------------------------------------------------------------
 
 def fisher_by_enumeration(hits_a, n_a, hits_b, n_b):

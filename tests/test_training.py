@@ -492,3 +492,20 @@ def test_the_stored_sweep_is_what_training_gives(seed, arm, recipe):
     assert fresh["heldout"] == fresh["heldout_history"][-1] and fresh["clipped"] == stored["clipped"]
     for key in ("p_roof_cat", "p_roof_dog", "heldout"):
         assert fresh[key] == pytest.approx(stored[key], abs=0.01), key
+
+
+def test_early_stopping_returns_the_weights_of_the_lowest_heldout_loss():
+    corpus, heldout = tt.load_corpus(), tt.load_heldout()
+    record = {}
+    params, history = tt.train(corpus, steps=300, seed=2, clip=1.0, heldout=heldout,
+                               early_stopping=True, record=record)
+    best = int(np.argmin(record["heldout"]))
+    assert record["best_step"] == best and 0 < best < 300 and len(history) == 301
+    assert tt.corpus_loss(heldout, params) == pytest.approx(min(record["heldout"]), abs=1e-12)
+    last, _ = tt.train(corpus, steps=300, seed=2, clip=1.0)
+    assert tt.corpus_loss(heldout, last) == pytest.approx(record["heldout"][-1], abs=1e-12)
+
+
+def test_early_stopping_needs_heldout_texts():
+    with pytest.raises(ValueError, match="needs heldout texts"):
+        tt.train(tt.load_corpus(), steps=2, early_stopping=True)
