@@ -246,37 +246,6 @@ def test_forward_does_not_copy_the_weights():
 
 # --- The KV cache -------------------------------------------------------------------------
 
-def test_cached_forward_gives_the_full_forwards_logits():
-    params = ref.random_model(np.random.default_rng(9), d=12, n_layer=3, n_vocab=11, n_ctx=9, tied=True)
-    ids = [3, 1, 4, 1, 5, 9, 2, 6, 5]
-    full = tm.forward(ids, params, 3)
-    cache = []
-    parts = [tm.forward(chunk, params, 3, cache=cache) for chunk in (ids[:4], ids[4:5], ids[5:8], ids[8:])]
-    assert np.abs(np.vstack(parts) - full).max() < 1e-12
-    assert [len(kv["k"]) for kv in cache] == [9, 9, 9]
-    with pytest.raises(ValueError, match="context holds at most 0"):
-        tm.forward([1], params, 3, cache=cache)                  # the cache has filled the context
-
-
-def test_attention_of_the_newest_rows_is_the_last_rows_of_attention():
-    rng = np.random.default_rng(10)
-    q, k, v = (rng.normal(size=(6, 2)) for _ in range(3))
-    full = tm.attention(q, k, v)
-    for m in range(1, 6):
-        assert np.abs(tm.attention(q[-m:], k, v) - full[-m:]).max() < 1e-12
-
-
-@pytest.mark.parametrize("settings", [dict(temperature=0), dict(temperature=1.0, seed=0),
-                                      dict(temperature=1.5, top_k=3, seed=2),
-                                      dict(temperature=1.0, top_p=0.9, seed=1)],
-                         ids=["greedy", "T1", "T1.5-k3", "p0.9"])
-def test_generation_with_and_without_cache_agree_with_generate(settings):
-    with_cache = tm.generate(TEXT, cache=True, **settings)
-    without = tm.generate(TEXT, **settings)
-    assert [s["next"] for s in with_cache] == [s["next"] for s in without]
-    assert all(np.abs(a["p"] - b["p"]).max() < 1e-12 for a, b in zip(with_cache, without, strict=True))
-
-
 def test_generation_stops_at_max_new_and_at_a_full_context():
     params = ref.random_model(np.random.default_rng(11), d=8, n_layer=2, n_vocab=11, n_ctx=9, tied=True)
     for cache in (False, True):
