@@ -63,14 +63,14 @@ def nats(p):
     return float(-(q * np.log(q)).sum())
 
 
-def summary(p):
-    """The line the course's widgets print about p, computed here from the model's p."""
-    import toy_model as tm
+def names_p(said, p):
+    """A widget's line about p names the three most likely tokens with their p, and p's
+    entropy (computed here from p)."""
     import toy_widgets as tw
-    order = np.argsort(-np.asarray(p), kind="stable")
-    return (f"most likely: {tw.TOKENS[order[0]]} with p = {tw.fmt(p[order[0]])} (then "
-            f"{tw.TOKENS[order[1]]} {tw.fmt(p[order[1]])}, {tw.TOKENS[order[2]]} "
-            f"{tw.fmt(p[order[2]])}) · entropy of p: {tw.fmt(nats(p))} nats")
+    order = np.argsort(-np.asarray(p), kind="stable")[:3]
+    for j in order:
+        assert f"{tw.TOKENS[j]}" in said and tw.fmt(p[j]) in said, (tw.TOKENS[j], said)
+    assert f"entropy of p: {tw.fmt(nats(p))} nats" in said, said
 
 
 def figure_of(root):
