@@ -120,21 +120,6 @@ def test_the_bootstrap_interval_is_the_middle_of_the_resampled_differences():
     assert got == pytest.approx((a.mean() - b.mean(), *np.quantile(diffs, [0.025, 0.975])))
 
 
-@pytest.mark.parametrize("call, words", [
-    (lambda: tt.fisher_exact(5, 4, 1, 4), "0 <= hits <= runs"),
-    (lambda: tt.fisher_exact(1.5, 4, 1, 4), "whole numbers"),
-    (lambda: tt.bootstrap_interval([1.0], [1.0, 2.0]), "at least 2 numbers"),
-    (lambda: tt.bootstrap_interval([1.0, 2.0], [1.0, 2.0], statistic=np.max), "'median' or 'mean'"),
-    (lambda: tt.bootstrap_interval([1.0, 2.0], [1.0, 2.0], level=95), "between 0 and 1"),
-    (lambda: tt.train(tt.load_corpus(), steps=2, record=[]), "record must be a dict"),
-])
-def test_the_measures_of_chance_answer_bad_input_with_a_sentence(call, words):
-    with pytest.raises(ValueError, match=re.escape(words)):
-        call()
-
-
-# --- Section 7's run: its spike step by step, and the steps its picture marks ----------------
-
 def test_holm_of_the_notebook_on_a_case_worked_by_hand():
     holm = notebook_function("holm")
     # sorted: 0.005 x 4 = 0.02, 0.01 x 3 = 0.03, 0.03 x 2 = 0.06, 0.04 x 1 = 0.04 -> kept at 0.06
