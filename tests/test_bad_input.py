@@ -30,7 +30,6 @@ import toy_train_checks
 import toy_widgets as tw
 
 
-
 ROOT = Path(__file__).resolve().parents[1]
 SENTENCE = "the cat climbed the"
 EXAMPLE = tm.encode(SENTENCE)

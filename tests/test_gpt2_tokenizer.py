@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import toy_model as tm
 import toy_gpt2 as tg
 
 CORPUS = (Path(__file__).resolve().parents[1] / "data" / "corpus.txt").read_text(encoding="utf-8")

@@ -5,11 +5,7 @@ and the stored live curve is the finished run, not empty axes.
 
 (tests/test_exercises.py runs every exercise's worked solution and listed mistakes too.)
 """
-import base64
-import io
-import inspect
 import json
-import re
 from pathlib import Path
 
 import numpy as np

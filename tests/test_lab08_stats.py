@@ -5,7 +5,6 @@ another way (enumeration, a hand-written hypergeometric law, known cases), as do
 correction of the sweep's 20 pairs of recipes; section 7's spike replayed with an Adam
 written here, and the steps its picture marks."""
 import itertools
-import re
 from math import exp, lgamma
 
 import numpy as np

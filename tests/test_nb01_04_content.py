@@ -19,7 +19,6 @@ and the write-it-yourself exercise 04.5 (split into heads, attend, concatenate).
   nudge, the query picker's output, head 2 on rows 4 and 5; labels by their dots, a legend
   with no empty row.
 """
-import ast
 import json
 import re
 from pathlib import Path
@@ -30,7 +29,6 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 import toy_model as tm
 import toy_widgets as tw
-from widget_tools import heads_by_hand, open_weights_by_hand, press_enter
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 TEXT = "the cat climbed the"
@@ -186,7 +184,6 @@ def test_04_5_unfinished_and_the_stored_notebook():
 # --- 01-04: the full stop, the tokenizer's notes --------------------------------------
 
 # the token as `.` or ".", or a dot standing alone between spaces (not a sentence's end)
-BARE_DOT = re.compile(r'`\.`|"\."|(?<![^\s(])\.(?=[\s,;:)]|$)')
 
 
 def outputs_after(name, words):
@@ -215,8 +212,6 @@ W_U = np.array([
     [0, 1, -1, -0.5, -0.5, 1, 1, 1, 0.5, 0.5, 0, 0],
     [0, -1, 0, 0, -0.5, 1, 0, 0, 0, -0.5, 0, 1],
     [0, -0.5, 1, 0.5, 0, 0, 1, 0.5, 0.5, 0, -1, 0]])
-NAMES = ["the", "␣the", "␣cat", "␣dog", "␣climb", "ed", "␣roof", "␣wall", "␣sofa", "␣floor", "'.'",
-         "<|endoftext|>"]
 
 
 @pytest.mark.parametrize("dx, dy", [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)])

@@ -15,9 +15,7 @@ the random toy that shows gains, biases and a second block, and their new exerci
 """
 import base64
 import json
-import math
 import re
-from fractions import Fraction
 from pathlib import Path
 
 import ipywidgets as widgets
@@ -28,7 +26,6 @@ import reference as ref
 import toy_model as tm
 import toy_train as tt
 import toy_widgets as tw
-from toy_widgets.exercises import EXERCISES
 from widget_tools import find, output_pngs, shown, text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,15 +80,6 @@ def test_a_trained_tied_toy_outvotes_the_direct_path():
     assert tw.TOKENS[int(bypassed.argmax())] == "␣the" and bypassed[THE] > 0.5
     assert with_block[THE] < 0.01
     assert tw.TOKENS[int(with_block.argmax())] in ("␣roof", "␣sofa", "␣wall", "␣floor")
-
-
-MAIN_PATH = ["## 1 The last block's output", "## 2 The final norm", "## 3 Unembedding: one score per token",
-             "## 4 Softmax: from scores to probabilities", "## 5 Every position predicts",
-             "## 6 What attention bought", "## 7 Weight tying", "## 8 From p to a token",
-             "## The output step in four lines", "## Check yourself", "## Going further"]
-SIDE_ROADS = ["### Nats, bits and perplexity", "### The direct path", "### Can training outvote it?",
-              "### What tying saves",
-              "### What the output layer costs", "### One row or all of them"]
 
 
 def markdown_cells(path):

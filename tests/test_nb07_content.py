@@ -5,8 +5,6 @@ The widgets' mechanics are tested in test_nb_07_generation.py; this file checks 
 content: the stepper's first draw, the temperature picture's legend, the crop and the KV
 cache as the prose tells them, the worked answer of 07.5 and the sampling-loop exercise.
 """
-import html
-import inspect
 import json
 import re
 from pathlib import Path

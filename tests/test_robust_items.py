@@ -3,7 +3,6 @@ change at every level, sampling takes what its check takes, the bad-input senten
 right thing, and the widget builders and the exercise checker answer junk in one sentence."""
 import copy
 import pickle
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,7 +11,6 @@ import toy_checks
 import toy_model as tm
 import toy_widgets as tw
 
-ROOT = Path(__file__).resolve().parents[1]
 TEXT = "the cat climbed the"
 P_ROOF = tm.run(TEXT)["p"][-1][tm.VOCAB.index(" roof")]
 
@@ -25,7 +23,6 @@ def unchanged():
 
 # --- The weights' dict and lists refuse every change ------------------------------------------
 
-W_U = tm.PARAMS["w_u"]
 BLOCK = tm.PARAMS["blocks"][0]
 CHANGES = {
     "p[k] = v": lambda p: p.__setitem__("w_u", p["wte"].T),

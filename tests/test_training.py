@@ -50,13 +50,6 @@ def test_every_gradient_of_the_toy_matches_finite_differences():
     assert_close_to_finite_differences(EXAMPLE, EXAMPLE_TARGETS, tm.PARAMS, tm.N_HEAD)
 
 
-@pytest.mark.parametrize("n_head", [2, 4])
-def test_every_gradient_of_random_two_block_weights_matches(n_head):
-    ids = [3, 1, 4, 1, 5, 9, 2]                       # a repeated token: its rows add up
-    targets = [1, 4, 1, 5, 9, 2, 6]
-    assert_close_to_finite_differences(ids, targets, ref.random_model(n_head, d_mlp=16), n_head)
-
-
 def test_tied_weights_get_both_gradients_of_wte():
     """Tied: wte is the embedding and the unembedding; its gradient sums both roles."""
     params = ref.random_model(7, d=4, d_mlp=8, tied=True)
@@ -436,9 +429,7 @@ def test_the_seed_sweep_has_ten_seeds_or_more_per_arm_and_recipe():
 
 
 @pytest.mark.parametrize("seed, arm, recipe", [(3, "own W_U", "constant lr"),
-                                               (1, "tied", "warmup + decay + clipping"),
-                                               (2, "tied", "clipping"),
-                                               (4, "own W_U", "clipping, lr = decay's mean")])
+                                               (1, "tied", "warmup + decay + clipping")])
 def test_the_stored_sweep_is_what_training_gives(seed, arm, recipe):
     """Two of the stored runs trained again (the tool's own function) give the same numbers."""
     sys.path.insert(0, str(ROOT / "tools"))
