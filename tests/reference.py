@@ -39,8 +39,9 @@ def forward(ids, params, n_head, mask=True, sees=None, trace=None):
 
     sees(i): the positions row i attends to (default: 0..i with the mask, all without).
     A block without "mlp" is attention-only; a tree without "w_u" is tied (W_U = wte^T).
-    trace, if a dict, receives per block the heads' weights [head][n, n] ("weights"), the
-    residual after attention ("h"), the MLP's activations ("act") and the output ("y")."""
+    trace, if a dict, receives per block each head's query rows, weights and output ("q",
+    "weights", "out": [head][n, ...]), the residual after attention ("h"), the MLP's
+    activations ("act") and the output ("y")."""
     ids = [int(t) for t in ids]
     n = len(ids)
     sees = sees or ((lambda i: range(i + 1)) if mask else (lambda i: range(n)))
@@ -52,6 +53,7 @@ def forward(ids, params, n_head, mask=True, sees=None, trace=None):
     for blk in params["blocks"]:
         qkv = [affine(layer_norm(x, blk["ln_1"]), blk["attn"]["c_attn"]) for x in xs]
         weights = [np.zeros((n, n)) for _ in range(n_head)]
+        outs = [np.zeros((n, dh)) for _ in range(n_head)]
         hs = []
         for i in range(n):
             js = list(sees(i))
@@ -64,7 +66,8 @@ def forward(ids, params, n_head, mask=True, sees=None, trace=None):
                 w = [a / sum(e) for a in e]
                 for j, wj in zip(js, w):
                     weights[hd][i, j] = wj
-                concat.append(sum(wj * qkv[j][2 * d + hd * dh:2 * d + (hd + 1) * dh] for j, wj in zip(js, w)))
+                outs[hd][i] = sum(wj * qkv[j][2 * d + hd * dh:2 * d + (hd + 1) * dh] for j, wj in zip(js, w))
+                concat.append(outs[hd][i])
             hs.append(xs[i] + affine(np.concatenate(concat), blk["attn"]["c_proj"]))
         acts, ys = [], []
         for h in hs:
@@ -74,7 +77,9 @@ def forward(ids, params, n_head, mask=True, sees=None, trace=None):
                 ys.append(h + affine(act, blk["mlp"]["c_proj"]))
             else:
                 ys.append(h)
-        blocks.append({"weights": weights, "h": np.array(hs), "act": np.array(acts), "y": np.array(ys)})
+        blocks.append({"q": [np.array([row[hd * dh:(hd + 1) * dh] for row in qkv]) for hd in range(n_head)],
+                       "weights": weights, "out": outs, "h": np.array(hs), "act": np.array(acts),
+                       "y": np.array(ys)})
         xs = ys
     w_u = np.asarray(params["w_u"]) if "w_u" in params else wte.T
     fs = [layer_norm(x, params["ln_f"]) for x in xs]
