@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from matplotlib.patches import Rectangle
 from matplotlib.text import Text
-from test_figure_text import measure
+from test_figure_text import measure  # the measure of tools/figure_probe.py, drawn
 from widget_tools import figure_of, find, text
 
 import reference as ref
