@@ -1,6 +1,5 @@
 """toy_model.py: the Output page's figures, invariants, an independent reference, bad input."""
 import math
-import subprocess
 import sys
 from pathlib import Path
 
@@ -280,8 +279,8 @@ def test_sampling_filters_match_the_reference_on_random_logits():
 def test_sampling_follows_p():
     p = tm.run(TEXT)["p"][-1]
     rng = np.random.default_rng(0)
-    counts = np.bincount([tm.sample(p, rng) for _ in range(20000)], minlength=12) / 20000
-    assert np.abs(counts - p).max() < 0.015
+    counts = np.bincount([tm.sample(p, rng) for _ in range(5000)], minlength=12) / 5000
+    assert np.abs(counts - p).max() < 0.03                 # over 4 standard deviations
 
 
 def test_cross_entropy_is_the_mean_of_minus_ln_p():
@@ -331,13 +330,3 @@ def test_huge_logits_stay_finite():
     p = tm.softmax(np.array([1000.0, -1000.0, 0.0, 999.0]))
     assert np.isfinite(p).all() and np.isclose(p.sum(), 1)
     assert np.isclose(p[0], 1 / (1 + math.exp(-1)))
-
-
-# --- The fit can be rerun ------------------------------------------------------------
-
-@pytest.mark.slow
-def test_fit_script_reproduces_the_fitted_numbers():
-    """tools/fit_toy.py, rerun from scratch, gives exactly the 20 numbers in toy_model.py."""
-    out = subprocess.run([sys.executable, str(ROOT / "tools" / "fit_toy.py"), "--check"],
-                         capture_output=True, text=True, timeout=900)
-    assert out.returncode == 0, out.stdout + out.stderr
