@@ -1,6 +1,5 @@
-"""Notebook 05 (the block): the branch-switch widget, without a browser; and the figures the
-page's prose quotes about the MLP (attention off, row by row, a unit you can read), recomputed
-with a forward pass written here in numpy."""
+"""Notebook 05 (the block): the branch-switch widget, without a browser; the readable unit
+the page builds, recomputed with the shared reference; exercises not answered above them."""
 
 import re
 
@@ -113,12 +112,6 @@ def prose():
             for c in cells]
 
 
-def markdown():
-    import json
-    cells = json.loads(NB05.read_text(encoding="utf-8"))["cells"]
-    return ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
-
-
 def flat(text):
     return re.sub(r"\s+", " ", text).replace("−", "-")
 
@@ -163,19 +156,6 @@ def test_the_chart_title_names_the_state_of_both_switches(widget):
     assert chart.title.endswith("· attention off · MLP on")
     toggles["MLP branch"].value = False
     assert chart.title.endswith("· attention off · MLP off")
-
-
-# --- the page's structure: one main path, its claims no larger than its numbers ----------
-
-def sections():
-    """{heading: (markdown, printed text)} for each `## ` section of the page."""
-    found, name = {}, "top"
-    for source, printed in prose():
-        if source.startswith("## "):
-            name = source.splitlines()[0]
-        md, out = found.get(name, ("", ""))
-        found[name] = (md + "\n" + source, out + printed)
-    return found
 
 
 def test_05_exercises_2_3_and_4_are_not_answered_above_them():
