@@ -1,7 +1,6 @@
-"""Lab 08's write-it-yourself exercises and its notebook: answers written as a learner
-would (not the course's code) pass, typical mistakes get their sentence, the finite
-difference by hand gives the checker's answer, the prose quotes what the code computes,
-and the stored live curve is the finished run, not empty axes.
+"""Lab 08's write-it-yourself exercises: answers written as a learner would (not the
+course's code) pass, typical mistakes get their sentence, the finite difference by hand
+gives the checker's answer; and the notebook's statistics functions against references.
 
 (tests/test_exercises.py runs every exercise's worked solution and listed mistakes too.)
 """

@@ -1,9 +1,7 @@
 """Lab 08's held-out measurement and its measures of chance: the held-out file holds only
-sentences the corpus lacks, train() measures the held-out loss step by step and can stop
-early, and Fisher's exact test and the bootstrap interval give what is computed here in
-another way (enumeration, a hand-written hypergeometric law, known cases), as does Holm's
-correction of the sweep's 20 pairs of recipes; section 7's spike replayed with an Adam
-written here, and the steps its picture marks."""
+sentences the corpus lacks, train() measures the held-out loss step by step, and Fisher's
+exact test, the bootstrap interval and Holm's correction give what is computed here in
+another way (enumeration, a hand-written hypergeometric law, known cases)."""
 import itertools
 from math import exp, lgamma
 

@@ -1,23 +1,11 @@
-"""Notebooks 01-04: what their prose points at is on the stored page, what it claims holds,
+"""Notebooks 01-04: what their widgets and pictures show, what the page claims of the model,
 and the write-it-yourself exercise 04.5 (split into heads, attend, concatenate).
 
-- 02: the rows of X drawn as rings over the embeddings, in a stored figure of the section
-  that describes them (the widget's own picture shows them off);
-- 04: the mask-off state of both heads in a stored figure; hiding the future before the
-  softmax is the same as zeroing after it and renormalising, and zeroing alone leaves rows
-  that do not add up to 1, or nan where the kept weight underflows; one head of size 4
-  compromises between the two questions on row 4, and the prose says what merging the heads
-  does to each position and to the mean loss (better on the whole, in this toy), in Going
-  further;
+- 02: the widget and its picture draw the same rings; every label stays next to its dot;
+- 04: hiding the future before the softmax is the same as zeroing after it and
+  renormalising;
 - 04.5 is checked against the model's own multi-head attention, which an independent
-  reshape-and-softmax version agrees with; typical mistakes get their sentences;
-- 01-04: the full stop token is never a bare dot in a sentence; the tokenizer says when the
-  box is empty, and the prose says when to press Enter;
-- terms defined where first used (a merge, attention weights, a block, gain and bias), and the
-  figures of the arguments the prose makes, recomputed here by hand: GPT-2's merge ranks from
-  its vocab.bpe, what each dimension favours (W_U typed here), the softmax's response to a
-  nudge, the query picker's output, head 2 on rows 4 and 5; labels by their dots, a legend
-  with no empty row.
+  reshape-and-softmax version agrees with; typical mistakes get their sentences.
 """
 import json
 import re

@@ -1,15 +1,11 @@
-"""Notebooks 05 (the block) and 06 (output): what their prose claims, the states it points at,
-the random toy that shows gains, biases and a second block, and their new exercises.
+"""Notebooks 05 (the block) and 06 (output): the states their pictures show, the random toy
+that shows gains, biases and a second block, the tying mechanism, and their new exercises.
 
-- the figures the prose quotes in its own words (the MLP's share, GELU's slope, tying's
-  direct path) equal the model's, computed here;
 - the switches of 06 draw the flipped setting as dashed outlines, so each stored picture
   shows the state its prose describes (tied: ␣the leads), and no two pictures are the same;
 - typing back the logit the playground shows keeps the exact logit;
-- tw.random_toy() has nothing trivial, and the model runs it as an independent numpy
-  GPT-2 forward pass does (gains, biases, positions, two blocks);
-- the tying mechanism: ␣the's own embedding carried by the stream, E Eᵀ's direct path,
-  and a trained tied toy whose block outvotes it;
+- tw.random_toy() has nothing trivial, and the model runs it as the shared reference does;
+- the tying mechanism: E Eᵀ's direct path, and a trained tied toy whose block outvotes it;
 - exercises in page order; 05.6 and 06.8 accept a learner's right answer and name the
   mistakes learners make, written the way a learner would write them.
 """

@@ -1,9 +1,9 @@
-"""Notebook 07 (Generation): what its prose, pictures and worked answers claim, checked
-against the model and against references written here.
+"""Notebook 07 (Generation): its pictures and worked answers, checked against the model and
+against references written here.
 
 The widgets' mechanics are tested in test_nb_07_generation.py; this file checks the
-content: the stepper's first draw, the temperature picture's legend, the crop and the KV
-cache as the prose tells them, the worked answer of 07.5 and the sampling-loop exercise.
+content: the stepper's first draw, the temperature picture's legend, the worked answers of
+07.4 and of the dog question, and the sampling-loop exercise.
 """
 import json
 import re
