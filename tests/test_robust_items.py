@@ -195,11 +195,6 @@ def test_a_widget_builder_answers_a_wrong_text_in_one_sentence(name):
         assert "\n" not in message and message.endswith(".") and "trait" not in message, message
 
 
-def _code_keys():
-    from toy_widgets.exercises import EXERCISES
-    return sorted(k for k, v in EXERCISES.items() if v["kind"] == "code")
-
-
 class Awkward:
     """An object numpy cannot read (its __array__ raises)."""
     def __array__(self, *args, **kwargs):
@@ -212,7 +207,7 @@ RETURNS = {"a ragged list": lambda *a: [[1, 2], [3]], "text": lambda *a: "abc", 
            "parts": lambda *a: (np.zeros(2), np.zeros((2, 2)), 1), "NaN": lambda *a: np.nan}
 
 
-@pytest.mark.parametrize("key", _code_keys())
+@pytest.mark.parametrize("key", ["03.4", "07.7"])      # the checker's rule, on an array and a loop
 def test_every_return_of_a_learners_function_gets_a_verdict_sentence(key):
     from toy_widgets.exercises import EXERCISES, answer_code
     reference = EXERCISES[key]["reference"]
