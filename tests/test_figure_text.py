@@ -111,7 +111,7 @@ def mask_and_heads_states():
     mask, show = find(root, widgets.ToggleButton)[0], find(root, widgets.ToggleButtons)[0]
     # the mask switched alone under each choice of heads (a repaint), then one head to both
     return root, [state(f"mask {'on' if m else 'off'}, show {h}", (show, h), (mask, m))
-                  for h, m in [("head 1", False), ("head 2", True), ("both", False)]]
+                  for h, m in [("head 2", True), ("both", False)]]
 
 
 def query_picker_states():
@@ -131,7 +131,7 @@ def embedding_scatter_states():
             x_dim.value, y_dim.value, positions.value = dx, dy, on
         return (f"d{dx + 1} against d{dy + 1}, positions {'on' if on else 'off'}", set_state)
     # each dimension's label on each axis, the title with and without the rows of X
-    return root, [setter(2, 0, True), setter(3, 1, True), setter(1, 3, False)]
+    return root, [setter(3, 1, True), setter(1, 3, False)]
 
 
 def switch_states(builder):
@@ -164,7 +164,7 @@ def generation_stepper_states():
     step = next(w for w in find(root, widgets.Button) if w.description == "next token")
     t_box = find(root, widgets.FloatText)[0]
     prompt = find(root, widgets.Text)[0]
-    steps = [(f"step {k}", step.click) for k in range(1, 3)]
+    steps = [("step 1", step.click)]
     return root, steps + [("T = 0.25", lambda: setattr(t_box, "value", 0.25)),
                           ("the prompt ends the text",
                            lambda: setattr(prompt, "value", "the cat<|endoftext|>")),
