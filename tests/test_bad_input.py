@@ -177,7 +177,7 @@ def test_bad_input_gets_one_sentence(call, words):
 
 
 MODULES = [tm, toy_checks, toy_train, toy_train_checks, toy_gpt2, toy_induction]
-FUZZ = settings(max_examples=10, deadline=None, derandomize=True, database=None,
+FUZZ = settings(max_examples=6, deadline=None, derandomize=True, database=None,
                 phases=[Phase.explicit, Phase.generate],       # no shrinking: a failure is shown as found
                 suppress_health_check=list(HealthCheck))
 
