@@ -359,15 +359,3 @@ def test_gpt2s_tokenizer_needs_no_network(monkeypatch):
     assert decode(encode("the cat climbed the")) == "the cat climbed the" and len(vocab) == 50257
 
 
-def test_a_byte_from_128_to_191_only_follows_the_first_byte_of_a_character():
-    """The lab: in UTF-8 a character's first byte says how many bytes follow, and the bytes
-    from 128 to 191 can only follow; the emoji's last three bytes are such bytes."""
-    for first, n in [(0x41, 1), (0xC3, 2), (0xE8, 3), (0xF0, 4)]:
-        assert len(bytes([first]).decode("utf-8", "replace")) == 1
-        assert {len(chr(c).encode()) for c in range(0x110000)
-                if not 0xD800 <= c < 0xE000 and chr(c).encode()[0] == first} == {n}
-    starts = {chr(c).encode()[0] for c in range(0x110000) if not 0xD800 <= c < 0xE000}
-    assert not starts & set(range(128, 192))
-    assert all(128 <= b < 192 for c in range(0x80, 0x110000) if not 0xD800 <= c < 0xE000
-               for b in chr(c).encode()[1:])
-    assert [b for b in "🙂".encode()][1:] == [159, 153, 130]

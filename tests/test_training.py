@@ -428,10 +428,10 @@ def test_the_seed_sweep_has_ten_seeds_or_more_per_arm_and_recipe():
                        for r in runs)
 
 
-@pytest.mark.parametrize("seed, arm, recipe", [(3, "own W_U", "constant lr"),
-                                               (1, "tied", "warmup + decay + clipping")])
+@pytest.mark.parametrize("seed, arm, recipe", [(1, "tied", "warmup + decay + clipping")])
 def test_the_stored_sweep_is_what_training_gives(seed, arm, recipe):
-    """Two of the stored runs trained again (the tool's own function) give the same numbers."""
+    """A stored run trained again (the tool's own function) gives the same numbers: the
+    recipe that uses every option of the schedule (warmup, decay, clipping)."""
     sys.path.insert(0, str(ROOT / "tools"))
     import seed_sweep
     sweep = tt.load_sweep()
