@@ -16,15 +16,23 @@ matplotlib artists): after the first, a rebuild that leaves nothing behind leave
 same counts as the one before. The objects alive after the warm-up are then frozen
 (gc.freeze), so that each full collection and each count looks only at what the rebuilds
 made, and takes a fraction of the time; the warm-up copies, once replaced, stay in memory,
-so with --counts the memory figures are not the kernel's. tests/test_widgets_lifecycle.py
-reads both, each from a process of its own: a small heap, where a full garbage
-collection is cheap.
+so with --counts the memory figures are not the kernel's.
+
+    python benchmarks/rebuild_memory.py --check             # what CI runs (.ci/run)
+
+--check runs both, each in a process of its own (a small heap, where a full garbage
+collection is cheap), and fails (exit 1) unless every rebuild after the first leaves the
+same counts as the one before (every builder, 3 rebuilds), and unless three builders (no
+plot, a live chart, an exercise) rebuilt 3 times grow the heap at a rate that stays under
+20 MB for 50 rebuilds of all 14 builders (before the fix: over 200 MB). The counts catch a
+leak of even one widget or artist per rebuild of every widget.
 """
 import argparse
 import contextlib
 import gc
 import io
 import json
+import subprocess
 import sys
 import tempfile
 import tracemalloc
@@ -77,7 +85,11 @@ def main(argv=None):
     parser.add_argument("--counts", action="store_true",
                         help="after each measured rebuild, count live widgets, figures and artists")
     parser.add_argument("--json", action="store_true", help="end with one line of JSON")
+    parser.add_argument("--check", action="store_true",
+                        help="measure as CI does and fail past the thresholds (see above)")
     args = parser.parse_args(argv)
+    if args.check:
+        sys.exit(check())
     import matplotlib
     matplotlib.use("module://ipympl.backend_nbagg")
     import toy_model as tm
@@ -146,6 +158,36 @@ def alive():
     gc.collect()
     return [len(widget._instances), len(plt.get_fignums()),
             sum(isinstance(o, Artist) for o in gc.get_objects())]
+
+
+LIMIT_MB = 20
+
+
+def measured(*options):
+    """The last line of JSON of a run of this script in a process of its own."""
+    out = subprocess.run([sys.executable, __file__, *options, "--json"], capture_output=True,
+                         text=True, cwd=REPO, check=True, timeout=1800)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def check():
+    """0 if no rebuild leaves anything behind and the growth is under LIMIT_MB, else 1."""
+    failed = []
+    counts = measured("--rebuilds", "3", "--warmup", "1", "--settle", "0", "--rss", "--counts")["counts"]
+    for name, alive_after in counts.items():
+        if len(alive_after) != 3 or alive_after[1:] != alive_after[:-1]:
+            failed.append(f"{name}: [widgets, figures, artists] alive after each rebuild: {alive_after}")
+    result = measured("--rebuilds", "3", "--warmup", "1", "--settle", "3",
+                      "--only", "tokenizer_widget,logit_playground,exercise")
+    grown_mb = result["total_mib"] * 1.048576 * (14 / 3 * 50 / 3)     # 14 builders, 50 rebuilds
+    if grown_mb >= LIMIT_MB:
+        failed.append(f"3 rebuilds grew the heap by {result['total_mib']:.2f} MiB ({grown_mb:.0f} MB "
+                      f"at 50 rebuilds of all 14 builders): {result['per_builder_mib']}")
+    print(f"rebuild_memory --check: {len(counts)} builders counted, {grown_mb:.1f} MB of {LIMIT_MB} "
+          f"at 50 rebuilds of all 14", flush=True)
+    for line in failed:
+        print("FAILED", line)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

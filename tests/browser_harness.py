@@ -538,23 +538,3 @@ def open_here(page, path: str, wait: bool = True) -> None:
         return _state(page, path).get("kernel") == "idle"
 
     _poll(kernel_idle, KERNEL_START_TIMEOUT, f"the kernel of {path} to start")
-
-
-def close_notebook(page, path: str) -> None:
-    """Shut the notebook's kernel down and close its tab, without saving."""
-    page.evaluate(
-        """async (path) => { const panel = window.__harness.panel(path);
-                             await panel.sessionContext.shutdown();
-                             panel.context.model.dirty = false;
-                             panel.close(); }""", path)
-    _poll(lambda: not _state(page, path)["opened"], PAGE_TIMEOUT, f"{path} to close")
-
-
-def ink(canvas) -> float:
-    """The share of a <canvas>'s pixels that are not near white: a plot's fingerprint."""
-    return canvas.evaluate(
-        """(c) => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-                    let n = 0;
-                    for (let i = 0; i < d.length; i += 4) if (d[i+3] > 0 && d[i] + d[i+1] + d[i+2] < 600) n++;
-                    return n / (d.length / 4); }""")
-

@@ -13,23 +13,15 @@ went wrong is only unused (the fresh-run test then runs the notebook on its own)
 thing nbval's run cannot say is the execution count: it runs cells without keeping
 history, so the kernel numbers each run 1. The recording numbers them 1, 2, 3... in the
 order they ran, as a kernel keeping history does.
-
-The same run also measures every figure the notebook draws (tests/figure_probe.py): the
-probe is installed in nbval's kernel before the first cell, and after each cell what it
-measured is taken, each time by a silent request (no history, no output, no cell events),
-whose messages nbval and the recording pass over as another request's.
 """
 
 from __future__ import annotations
 
-import ast
-import json
 import sys
 from pathlib import Path
 
 import nbformat
 import pytest
-from figure_probe import INSTALL, TAKE
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 from run_notebooks import as_stored  # noqa: E402  (tools/ is not a package)
@@ -51,13 +43,7 @@ class Recording:
         self.ran: set[int] = set()
         self.current: int | None = None
         self.problem: str | None = None
-        self.figures: dict[int, list] = {}     # cell index -> what the figure probe measured
         self.notebook.metadata["language_info"] = self._language_info(nbfile.kernel.kc)
-        self.kc = nbfile.kernel.kc
-        try:
-            self._ask_silently(INSTALL)
-        except Exception as error:      # noqa: BLE001  (the recording is unused, nbval goes on)
-            self.problem = f"the figure probe: {type(error).__name__}: {error}"
         run, listen = nbfile.kernel.execute_cell_input, nbfile.get_kernel_message
 
         def execute_cell_input(source, *args, **kwargs):
@@ -77,32 +63,6 @@ class Recording:
 
         nbfile.kernel.execute_cell_input = execute_cell_input
         nbfile.get_kernel_message = get_kernel_message
-
-    def _ask_silently(self, code: str, expressions: dict | None = None) -> dict:
-        """Run code in the kernel silently; its reply's content (raises if it failed)."""
-        msg_id = self.kc.execute(code, silent=True, store_history=False,
-                                 user_expressions=expressions or {}, stop_on_error=False)
-        while True:
-            reply = self.kc.get_shell_msg(timeout=60)
-            if reply["parent_header"].get("msg_id") == msg_id:
-                content = reply["content"]
-                if content["status"] != "ok":
-                    raise RuntimeError(f"{content.get('ename')}: {content.get('evalue')}")
-                return content
-
-    def take_figures(self) -> None:
-        """What the figure probe measured in the cell just run."""
-        if self.current is None or self.problem is not None:
-            return
-        try:
-            taken = self._ask_silently("", {"taken": TAKE})["user_expressions"]["taken"]
-            if taken["status"] != "ok":
-                raise RuntimeError(f"{taken.get('ename')}: {taken.get('evalue')}")
-            cells = json.loads(ast.literal_eval(taken["data"]["text/plain"]))
-        except Exception as error:      # noqa: BLE001  (the recording is unused, nbval goes on)
-            self.problem = f"cell {self.current}, the figures: {type(error).__name__}: {error}"
-            return
-        self.figures.setdefault(self.current, []).extend(cells)
 
     @staticmethod
     def _language_info(kc) -> dict:
@@ -144,14 +104,6 @@ class Recording:
         self.client.set_widgets_metadata()
         return as_stored(self.notebook)
 
-    def figures_measured(self) -> dict[int, list] | None:
-        """{cell index: [what the figure probe found in each run of that cell]}, or None
-        unless every code cell ran to the end."""
-        if self.problem:
-            raise RuntimeError(f"{self.path.name}: nbval's run could not be recorded: {self.problem}")
-        code = {i for i, c in enumerate(self.notebook.cells) if c.cell_type == "code"}
-        return self.figures if self.ran == code else None
-
 
 class Recorder:
     """The pytest plugin: a Recording for each notebook nbval runs in this process."""
@@ -169,7 +121,6 @@ class Recorder:
                 recording = self.recordings[path] = Recording(item.parent)
             recording.start(item.cell)
             yield
-            recording.take_figures()
         else:
             yield
 
@@ -178,12 +129,6 @@ class Recorder:
         in this process, or None if nbval did not run it all here."""
         recording = self.recordings.get(Path(path))
         return recording.text() if recording else None
-
-    def figures_measured(self, path: Path) -> dict[int, list] | None:
-        """What the figure probe measured in nbval's run of the notebook at `path`, in this
-        process (Recording.figures_measured), or None if nbval did not run it all here."""
-        recording = self.recordings.get(Path(path))
-        return recording.figures_measured() if recording else None
 
 
 def recorder(config) -> Recorder | None:

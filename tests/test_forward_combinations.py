@@ -1,69 +1,27 @@
-"""forward's options together, on random models, against a reference written here.
+"""forward's options together, on random models, against the shared reference (tests/reference.py).
 
 Each option alone is easy to get right; what slips is two at once (a batch with a KV
 cache took its start position from the batch size). So every combination of the
 options forward offers (a batch, a KV cache, a trace, the mask off, attention off, the
 MLP off, tied weights) runs on random models of 1 to 3 blocks and 1 to 4 heads whose
 biases, gains and position embeddings are all far from 0, and is compared with the
-test's own loop: one position at a time, one head at a time, no shared code with the
-model but numpy's arithmetic.
+reference's loop: one position at a time, one head at a time. The KV cache and
+generation are tested here and nowhere else in the model's tests.
 """
 import itertools
-import math
 
 import numpy as np
 import pytest
 
+import reference as ref
 import toy_model as tm
-import toy_train as tt
 
 D, V, N_CTX, N = 12, 10, 9, 7            # d = 12 splits into 1, 2, 3 or 4 heads
 CHUNKS = (3, 1, 3)                       # a cached run: 3 tokens, then 1, then 3
 
 
 def random_model(seed, n_layer, tied):
-    """Weights of GPT-2's layout where nothing is 0 or 1: every entry drawn at random."""
-    rng = np.random.default_rng(seed)
-    params = tt.init_params(seed, tied=tied, d=D, d_mlp=16, n_layer=n_layer, n_vocab=V,
-                            n_ctx=N_CTX, std=0.5)
-    return tm.tree_map(lambda w: w + rng.normal(0, 0.5, w.shape), params)
-
-
-def reference_logits(ids, params, n_head, sees, attention_on=True, mlp_on=True, tied=False):
-    """The forward pass position by position. sees(i): the positions row i attends to."""
-    def ln(v, g, b):
-        mu = v.mean()
-        return g * (v - mu) / math.sqrt(((v - mu) ** 2).mean() + 1e-5) + b
-
-    def gelu(a):
-        return 0.5 * a * (1 + np.tanh(math.sqrt(2 / math.pi) * (a + 0.044715 * a ** 3)))
-
-    n, dh = len(ids), D // n_head
-    xs = [np.asarray(params["wte"][t]) + params["wpe"][i] for i, t in enumerate(ids)]
-    for p in params["blocks"]:
-        c_attn, c_proj = p["attn"]["c_attn"], p["attn"]["c_proj"]
-        qkv = [ln(x, **p["ln_1"]) @ c_attn["w"] + c_attn["b"] for x in xs]
-        out = []
-        for i in range(n):
-            h = xs[i]
-            if attention_on:
-                heads = []
-                for hd in range(n_head):
-                    q = qkv[i][hd * dh:(hd + 1) * dh]
-                    js = sees(i)
-                    scores = [q @ qkv[j][D + hd * dh:D + (hd + 1) * dh] / math.sqrt(dh) for j in js]
-                    w = np.exp(np.array(scores) - max(scores))
-                    w /= w.sum()
-                    heads.append(sum(wj * qkv[j][2 * D + hd * dh:2 * D + (hd + 1) * dh]
-                                     for wj, j in zip(w, js)))
-                h = h + np.concatenate(heads) @ c_proj["w"] + c_proj["b"]
-            if mlp_on:
-                fc, proj = p["mlp"]["c_fc"], p["mlp"]["c_proj"]
-                h = h + gelu(ln(h, **p["ln_2"]) @ fc["w"] + fc["b"]) @ proj["w"] + proj["b"]
-            out.append(h)
-        xs = out
-    w_u = np.asarray(params["wte"]).T if tied or "w_u" not in params else params["w_u"]
-    return np.array([ln(x, **params["ln_f"]) @ w_u for x in xs])
+    return ref.random_model(seed, d=D, n_layer=n_layer, n_vocab=V, n_ctx=N_CTX, d_mlp=16, tied=tied)
 
 
 def visibility(mask, cached):
@@ -93,8 +51,7 @@ def test_every_combination_of_forwards_options_matches_the_reference(case):
         params = tm.switch_off(params, "attn")
     if not case["mlp_on"]:
         params = tm.switch_off(params, "mlp")
-    want = np.array([reference_logits(list(t), params, n_head, visibility(case["mask"], case["cache"]),
-                                      case["attention_on"], case["mlp_on"], case["tied"])
+    want = np.array([ref.forward(t, params, n_head, sees=visibility(case["mask"], case["cache"]))
                      for t in texts])
     ids = texts if case["batch"] else list(texts[0])
     trace = {} if case["trace"] else None
@@ -117,14 +74,55 @@ def test_every_combination_of_forwards_options_matches_the_reference(case):
                                       (got if case["batch"] else got[0]))
 
 
+def test_the_trace_holds_every_heads_weights_of_every_block():
+    params = random_model(2, 2, False)
+    ids = [0, 2, 4, 5, 1, 6]
+    r, want = tm.intermediates(ids, params=params, n_head=3), {}
+    ref.forward(ids, params, 3, trace=want)
+    assert np.allclose(r["p"], ref.softmax_rows(want["logits"]), rtol=0, atol=1e-12)
+    for got, blk in zip(r["blocks"], want["blocks"], strict=True):
+        for hd in range(3):
+            assert np.allclose(np.nan_to_num(got["heads"][hd]["weights"]), blk["weights"][hd], atol=1e-10)
+        assert np.allclose(got["y"], blk["y"], atol=1e-10)
+
+
 @pytest.mark.parametrize("n_layer, n_head", [(1, 1), (2, 3), (3, 4)])
-def test_generation_with_the_cache_follows_generation_without_it_on_random_models(n_layer, n_head):
+def test_generation_with_and_without_the_cache_follows_the_reference(n_layer, n_head):
+    """Each step's p is the reference's softmax(z / T) of the context so far, cache or not."""
     params = random_model(7 * n_layer + n_head, n_layer, False)
     for temperature in (0.0, 1.0):
         runs = [tm.generate([1, 2], temperature, seed=3, params=params, n_head=n_head, eot=None,
                             cache=cache) for cache in (False, True)]
         assert [s["next"] for s in runs[0]] == [s["next"] for s in runs[1]]
-        assert max(np.abs(a["p"] - b["p"]).max() for a, b in zip(*runs, strict=True)) < 1e-12
+        assert len(runs[1]) == N_CTX - 2 and runs[1][-1]["ids"][2:] == [s["next"] for s in runs[1][:-1]]
+        for step in runs[1]:
+            z = ref.forward(step["ids"], params, n_head)[-1]
+            np.testing.assert_allclose(step["p"], ref.sampling_filter(z, temperature), rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("prompt, options", [
+    ("the cat climbed the", dict(temperature=0)),
+    ("the", dict(temperature=0)),
+    ("the", dict(temperature=1, seed=18)),
+    ("the dog", dict(temperature=1.5, top_k=4, seed=3)),
+    ("the cat", dict(temperature=0.8, top_p=0.9, seed=1)),
+])
+def test_the_cached_loop_gives_the_same_tokens_and_distributions(prompt, options):
+    plain, cached = tm.generate(prompt, **options), tm.generate(prompt, cache=True, **options)
+    assert [s["next"] for s in cached] == [s["next"] for s in plain]
+    assert [s["ids"] for s in cached] == [s["ids"] for s in plain]
+    for a, b in zip(plain, cached, strict=True):
+        assert np.allclose(a["p"], b["p"], atol=1e-12)
+
+
+def test_the_cache_runs_one_new_row_per_step():
+    """With a cache, forward on the newest token alone computes one row, equal to the full
+    run's last row, and the cache grows by one key per step."""
+    ids, cache = tm.encode("the cat climbed the roof"), []
+    assert tm.forward(ids[:-1], cache=cache).shape == (len(ids) - 1, len(tm.VOCAB))
+    row = tm.forward(ids[-1:], cache=cache)
+    assert row.shape == (1, len(tm.VOCAB)) and cache[0]["k"].shape[0] == len(ids)
+    assert np.allclose(row[-1], tm.forward(ids)[-1], atol=1e-12)
 
 
 def test_a_cache_that_does_not_fit_gets_one_sentence():

@@ -12,7 +12,8 @@ import pytest
 import toy_model as tm
 import toy_gpt2 as tg
 import toy_widgets as tw
-from test_toy_model import _cast, random_params, reference_forward
+import reference as ref
+from reference import cast as _cast
 
 TEXT = "the cat climbed the"
 
@@ -116,11 +117,11 @@ def as32(params):
 @pytest.mark.parametrize("prefix", ["transformer.", ""], ids=["transformer.-prefix", "bare-names"])
 def test_a_hugging_face_checkpoint_gives_the_reference_logits(tmp_path, prefix):
     """Random weights, gains and biases; 3 blocks of 4 heads; tied (no lm_head)."""
-    params = random_params(np.random.default_rng(5), vocab=12, n_ctx=8, d=8, n_layer=3)
+    params = ref.random_model(np.random.default_rng(5), d=8, n_layer=3, n_vocab=12, n_ctx=8, tied=True)
     checkpoint = tg.load_gpt2(write_hf_checkpoint(tmp_path / "ckpt", params, 4, prefix, lm_head=None))
     assert "w_u" not in checkpoint["params"] and checkpoint["n_head"] == 4 and len(checkpoint["params"]["blocks"]) == 3
     ids = [3, 1, 4, 1, 5, 9, 2, 6]
-    expected = reference_forward(ids, as32(params), 4)
+    expected = ref.forward(ids, as32(params), 4)
     assert np.abs(tm.forward(ids, checkpoint["params"], checkpoint["n_head"]) - expected).max() < 1e-4
 
 
@@ -130,7 +131,7 @@ def test_save_gpt2_writes_each_tensor_as_hugging_faces_layout_holds_it(tmp_path)
     own save and load, but not match this."""
     from safetensors.numpy import load_file
     rng = np.random.default_rng(8)
-    params = random_params(rng, vocab=12, n_ctx=8, d=8, n_layer=2)
+    params = ref.random_model(rng, d=8, n_layer=2, n_vocab=12, n_ctx=8, tied=True)
     w_u = rng.normal(0, 1, (8, 12))
     ours = load_file(tg.save_gpt2(tmp_path / "ours", {**params, "w_u": w_u}, 2) / "model.safetensors")
     theirs = load_file(write_hf_checkpoint(tmp_path / "ref", params, 2, "transformer.", w_u.T)
@@ -144,17 +145,17 @@ def test_save_gpt2_writes_each_tensor_as_hugging_faces_layout_holds_it(tmp_path)
 
 def test_an_untied_checkpoint_uses_its_lm_head(tmp_path):
     rng = np.random.default_rng(6)
-    params = random_params(rng, vocab=12, n_ctx=8, d=8, n_layer=2)
+    params = ref.random_model(rng, d=8, n_layer=2, n_vocab=12, n_ctx=8, tied=True)
     w_u = rng.normal(0, 1, (8, 12))
     checkpoint = tg.load_gpt2(write_hf_checkpoint(tmp_path / "ckpt", params, 2, "transformer.", w_u.T))
     assert checkpoint["params"]["w_u"].shape == (8, 12)
     ids = [0, 2, 4, 5, 1]
-    expected = reference_forward(ids, {**as32(params), "w_u": np.float32(w_u).astype(float)}, 2)
+    expected = ref.forward(ids, {**as32(params), "w_u": np.float32(w_u).astype(float)}, 2)
     assert np.abs(tm.forward(ids, checkpoint["params"], checkpoint["n_head"]) - expected).max() < 1e-4
 
 
 def test_round_trip_of_random_weights(tmp_path):
-    params = random_params(np.random.default_rng(7), vocab=12, n_ctx=8, d=12, n_layer=2)
+    params = ref.random_model(np.random.default_rng(7), d=12, n_layer=2, n_vocab=12, n_ctx=8, tied=True)
     params["w_u"] = np.random.default_rng(8).normal(0, 1, (12, 12))
     tg.save_gpt2(tmp_path, params, n_head=3)
     tg.save_bpe(tmp_path, *tg.toy_bpe())
@@ -216,7 +217,7 @@ def test_every_intermediate_keeps_the_weights_dtype(dtype, which):
     if which == "toy":
         params, n_head, ids = _cast(tm.PARAMS, dtype), tm.N_HEAD, tm.encode(TEXT)
     else:
-        params = _cast(random_params(np.random.default_rng(3), 7, 6, 8, 3), dtype)
+        params = _cast(ref.random_model(np.random.default_rng(3), d=8, n_layer=3, n_vocab=7, n_ctx=6, tied=True), dtype)
         n_head, ids = 4, [3, 1, 4, 1, 5, 6]
     trace = {}
     tm.forward(ids, params, n_head, trace=trace)
@@ -231,7 +232,7 @@ def test_every_intermediate_keeps_the_weights_dtype(dtype, which):
 def test_forward_does_not_copy_the_weights():
     """With a large vocabulary the embeddings dominate; a forward pass allocates far less."""
     rng = np.random.default_rng(4)
-    params = _cast(random_params(rng, vocab=50257, n_ctx=64, d=64, n_layer=2, scale=0.02), np.float32)
+    params = _cast(ref.random_model(rng, d=64, n_layer=2, n_vocab=50257, n_ctx=64, tied=True, scale=0.02), np.float32)
     params["w_u"] = params["wte"].T
     weight_bytes = sum(a.nbytes for _, a in arrays(params) if a is not params["w_u"])
     tracemalloc.start()
@@ -245,39 +246,8 @@ def test_forward_does_not_copy_the_weights():
 
 # --- The KV cache -------------------------------------------------------------------------
 
-def test_cached_forward_gives_the_full_forwards_logits():
-    params = random_params(np.random.default_rng(9), vocab=11, n_ctx=9, d=12, n_layer=3)
-    ids = [3, 1, 4, 1, 5, 9, 2, 6, 5]
-    full = tm.forward(ids, params, 3)
-    cache = []
-    parts = [tm.forward(chunk, params, 3, cache=cache) for chunk in (ids[:4], ids[4:5], ids[5:8], ids[8:])]
-    assert np.abs(np.vstack(parts) - full).max() < 1e-12
-    assert [len(kv["k"]) for kv in cache] == [9, 9, 9]
-    with pytest.raises(ValueError, match="context holds at most 0"):
-        tm.forward([1], params, 3, cache=cache)                  # the cache has filled the context
-
-
-def test_attention_of_the_newest_rows_is_the_last_rows_of_attention():
-    rng = np.random.default_rng(10)
-    q, k, v = (rng.normal(size=(6, 2)) for _ in range(3))
-    full = tm.attention(q, k, v)
-    for m in range(1, 6):
-        assert np.abs(tm.attention(q[-m:], k, v) - full[-m:]).max() < 1e-12
-
-
-@pytest.mark.parametrize("settings", [dict(temperature=0), dict(temperature=1.0, seed=0),
-                                      dict(temperature=1.5, top_k=3, seed=2),
-                                      dict(temperature=1.0, top_p=0.9, seed=1)],
-                         ids=["greedy", "T1", "T1.5-k3", "p0.9"])
-def test_generation_with_and_without_cache_agree_with_generate(settings):
-    with_cache = tm.generate(TEXT, cache=True, **settings)
-    without = tm.generate(TEXT, **settings)
-    assert [s["next"] for s in with_cache] == [s["next"] for s in without]
-    assert all(np.abs(a["p"] - b["p"]).max() < 1e-12 for a, b in zip(with_cache, without, strict=True))
-
-
 def test_generation_stops_at_max_new_and_at_a_full_context():
-    params = random_params(np.random.default_rng(11), vocab=11, n_ctx=9, d=8, n_layer=2)
+    params = ref.random_model(np.random.default_rng(11), d=8, n_layer=2, n_vocab=11, n_ctx=9, tied=True)
     for cache in (False, True):
         assert len(tm.generate([1, 2], 1, params=params, n_head=2, max_new=3, eot=None, cache=cache)) == 3
         assert len(tm.generate([1, 2], 1, params=params, n_head=2, max_new=50, eot=None, cache=cache)) == 7

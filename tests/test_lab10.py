@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import reference as ref
 import toy_gpt2 as tg
 import toy_induction as ti
 import toy_model as tm
@@ -42,20 +43,11 @@ def test_the_second_copy_mask_marks_exactly_the_predictable_targets():
 
 
 def attention_by_hand(params, ids, layer):
-    """One head per block: run the blocks written out here, return layer's weights [B, n, n]."""
-    x = params["wte"][ids] + params["wpe"][:ids.shape[-1]]
-    for i, blk in enumerate(params["blocks"]):
-        a = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
-        a = a * blk["ln_1"]["g"] + blk["ln_1"]["b"]
-        q, k, v = np.split(a @ blk["attn"]["c_attn"]["w"] + blk["attn"]["c_attn"]["b"], 3, axis=-1)
-        s = q @ k.swapaxes(-1, -2) / np.sqrt(q.shape[-1])
-        n = s.shape[-1]
-        s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
-        w = np.exp(s - s.max(-1, keepdims=True))
-        w /= w.sum(-1, keepdims=True)
-        if i == layer:
-            return w
-        x = x + (w @ v) @ blk["attn"]["c_proj"]["w"] + blk["attn"]["c_proj"]["b"]
+    """One head per block: layer's weights [B, n, n], from the shared reference."""
+    traces = [{} for _ in ids]
+    for row, trace in zip(ids, traces):
+        ref.forward(row, params, 1, trace=trace)
+    return np.array([trace["blocks"][layer]["weights"][0] for trace in traces])
 
 
 def test_scores_are_the_attention_one_back_and_after_the_earlier_copy():

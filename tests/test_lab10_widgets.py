@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 from matplotlib.patches import Rectangle
 from matplotlib.text import Text
-from test_figure_text import measure
+from test_figure_text import measure  # the measure of tools/figure_probe.py, drawn
 from widget_tools import figure_of, find, text
 
+import reference as ref
 import toy_induction as ti
 import toy_widgets as tw
 import toy_widgets.lab10_induction as lab
@@ -35,36 +36,12 @@ def task():
 
 # --- The references: GPT-2's attention-only forward pass written out here ---------------
 
-def norm(x, ln):
-    return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * ln["g"] + ln["b"]
-
-
 def by_hand(params, ids, n_head=1, off=()):
-    """(attention weights [layer][head] of one row's ids, logits [n, V]), with the heads in
-    `off` switched off by zeroing their rows of W_O here."""
-    n = len(ids)
-    x = params["wte"][ids] + params["wpe"][:n]
-    weights = []
-    for layer, blk in enumerate(params["blocks"]):
-        qkv = norm(x, blk["ln_1"]) @ blk["attn"]["c_attn"]["w"] + blk["attn"]["c_attn"]["b"]
-        d = x.shape[1]
-        size = d // n_head
-        outs, heads = [], []
-        for h in range(n_head):
-            q, k, v = (qkv[:, part * d + h * size:part * d + (h + 1) * size] for part in range(3))
-            s = q @ k.T / np.sqrt(size)
-            s[np.triu_indices(n, 1)] = -np.inf
-            e = np.exp(s - s.max(1, keepdims=True))
-            w = e / e.sum(1, keepdims=True)
-            heads.append(w)
-            outs.append(w @ v)
-        w_o = np.array(blk["attn"]["c_proj"]["w"])
-        for L, h in off:
-            if L == layer:
-                w_o[h * size:(h + 1) * size] = 0
-        x = x + np.hstack(outs) @ w_o + blk["attn"]["c_proj"]["b"]
-        weights.append(heads)
-    return weights, norm(x, params["ln_f"]) @ params["w_u"]
+    """(attention weights [layer][head] of one row's ids, logits [n, V]) from the shared
+    reference (tests/reference.py), with the heads in `off` silenced (their rows of W_O zeroed)."""
+    trace = {}
+    logits = ref.forward(ids, ref.without(params, heads=off, n_head=n_head), n_head, trace=trace)
+    return [blk["weights"] for blk in trace["blocks"]], logits
 
 
 def losses_by_hand(params, row, off=()):

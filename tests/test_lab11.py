@@ -299,11 +299,10 @@ def test_writes_training_draws_each_measurement_and_shows_the_lines_it_writes(mo
     frames = []
     monkeypatch.setattr(lab, "redraw", lambda fig: frames.append(lab.writes_training.panel.progress.value))
     got = lab.writes_training(3, steps=4, every=2, sample_every=4)
-    reference = tx.train_chars(3, steps=4, every=2, sample_every=4)
-    assert got["steps"] == reference["steps"] == [0, 2, 4]
-    assert np.allclose(got["heldout"], reference["heldout"]) and got["samples"] == reference["samples"]
-    assert frames == [f"step {s} of 4: training {tw.fmt(a, 2)}, held-out {tw.fmt(b, 2)} nats per character"
-                      for s, a, b in zip(reference["steps"], reference["train"], reference["heldout"])]
+    assert got["steps"] == [0, 2, 4] and len(got["heldout"]) == len(got["train"]) == 3
+    assert np.all(np.isfinite(got["heldout"])) and got["samples"]
+    for frame, s, a, b in zip(frames, got["steps"], got["train"], got["heldout"], strict=True):
+        assert frame.startswith(f"step {s} of 4") and tw.fmt(a, 2) in frame and tw.fmt(b, 2) in frame
     root = lab.writes_training.panel
     assert root.progress.value.startswith("done: 4 steps; held-out")
     assert "--- step 4" in root.samples.value and "ROMEO:" in root.samples.value

@@ -3,7 +3,6 @@ import pytest
 
 import toy_model as tm
 import toy_widgets as tw
-from test_nb01_04_content import sections, source
 from widget_tools import press_enter
 
 
@@ -50,16 +49,6 @@ def test_bad_text_gives_encodes_sentence_and_clears_the_chips_until_good_text():
     box.value = "the cat"
     assert area.value == ""
     assert chips.value.count('class="token-chip"') == 2
-
-
-def test_01_how_gpt2_chooses_its_pieces_is_a_going_further_after_the_main_path():
-    """Byte-pair encoding, UTF-8 and the merges are one section at the end; the main path
-    only names the byte fallback and points there."""
-    parts = sections("01_tokens")
-    (further,) = [i for i, s in enumerate(parts) if source(s[0]).startswith("## Going further")]
-    assert further == len(parts) - 1
-    for words in ["UTF-8", "byte-pair encoding", "**merge**", "␣rethinking"]:
-        assert [i for i, s in enumerate(parts) if any(words in source(c) for c in s)] == [further], words
 
 
 @pytest.mark.parametrize("key", [k for k in sorted(tw.EXERCISES) if k[:2] in ("01", "02", "03")

@@ -1,6 +1,5 @@
 """Notebook 02 (Embeddings): the scatter widget and its plot helper, without a browser."""
 
-import re
 
 import numpy as np
 import pytest
@@ -8,7 +7,6 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 import toy_model as tm
 import toy_widgets as tw
-from test_nb01_04_content import section_with, sections, source
 
 
 def _parts(panel):
@@ -108,24 +106,3 @@ def test_no_two_labels_overlap_in_any_pair_of_dimensions(dx, dy):
             assert not a.overlaps(b), f"labels overlap in d{dx + 1} against d{dy + 1}"
 
 
-def test_exercise_3s_right_option_is_not_the_one_long_reasoned_one():
-    """A choice that alone carries a full justification gives itself away by its length."""
-    spec = tw.EXERCISES["02.3"]
-    options = tw.exercises._now(spec["options"])
-    answer = tw.exercises._now(spec["answer"])
-    others = [len(o) for o in options if o != answer]
-    assert len(answer) <= 1.2 * max(others), (answer, others)
-    # the hint for "left to right" speaks of the last row, the one that sees every row
-    hint = tw.exercises._now(spec["hints"])["Different, because attention reads the rows from left to right."]
-    assert "last row" in hint
-
-
-def test_02_the_swap_keeps_its_conclusion_and_leaves_the_fine_print_to_going_further():
-    main = re.sub(r"\s+", " ", "\n".join(source(c) for c in section_with("02_embeddings", "## What positions buy")
-                                       if c["cell_type"] == "markdown"))
-    assert "read-only" not in main and "one-block" not in main and "*Going further*" in main
-    further = [s for s in sections("02_embeddings") if source(s[0]).startswith("## Going further")]
-    assert sections("02_embeddings")[-len(further):] == further          # all at the end
-    assert any("one-block model" in source(s[0]) for s in further)
-    prose = re.sub(r"\s+", " ", source(section_with("02_embeddings", "## The real scale")[0]))
-    assert "GPT-2 small's table has a row of 768" in prose   # d = 768 is GPT-2 small's alone

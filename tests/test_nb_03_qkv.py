@@ -1,6 +1,5 @@
 """Notebook 03 (Q · K · V): the query picker, without a browser, and the notebook's numbers."""
 
-import re
 
 import ipywidgets as widgets
 import numpy as np
@@ -8,9 +7,7 @@ import pytest
 
 import toy_model as tm
 import toy_widgets as tw
-from test_nb01_04_content import cells, source
 from widget_tools import find, shown
-
 
 
 WEIGHTS = tm.intermediates("the cat climbed the")["heads"][0]["weights"]
@@ -101,52 +98,3 @@ def test_head_2_shows_its_own_weights():
     assert root.chart.title.startswith("head 2, query 5 ")
 
 
-def test_names_the_prose_relies_on_keep_their_values_through_the_notebook():
-    """Run the stored notebook's code cells in order in one namespace, as a learner's kernel
-    does, up to the markdown cell that asks for `scores[3]`: a later cell that reuses the
-    name `scores` (or `w`, head 1's c_attn.w) for something else breaks that prose."""
-    import json
-    from pathlib import Path
-    path = Path(__file__).resolve().parents[1] / "notebooks" / "03_qkv.ipynb"
-    notebook = json.loads(path.read_text(encoding="utf-8"))
-    names = {}
-    for cell in notebook["cells"]:
-        text = "".join(cell["source"])
-        if cell["cell_type"] == "markdown" and "`scores[3]`" in text:
-            break
-        if cell["cell_type"] == "code":
-            code = "\n".join(line for line in text.splitlines() if not line.startswith("%"))
-            exec(compile(code, path.name, "exec"), names)
-    else:
-        pytest.fail("no markdown cell asks for `scores[3]`")
-    w = tm.PARAMS["blocks"][0]["attn"]["c_attn"]["w"]
-    assert np.array_equal(names["w"], w), "`w` is no longer c_attn.w"
-    ln1 = tm.intermediates("the cat climbed the")["ln1"]
-    q, k = ln1 @ w[:, 0:2], ln1 @ w[:, 4:6]               # head 1's queries and keys
-    ed = q[3] @ k.T / np.sqrt(2)                          # the row of ed, by hand
-    ed[4:] = -np.inf                                      # ed (row 4) cannot see row 5
-    assert np.array_equal(names["scores"].shape, (5, 5)), "`scores` is no longer head 1's table"
-    assert np.allclose(names["scores"][3], ed), "`scores[3]` is no longer the row of ed"
-
-
-def test_03_dot_product_is_defined_where_first_used_and_d3_keeps_its_meaning():
-    prose = [source(c) for c in cells("03_qkv") if c["cell_type"] == "markdown"][1:]   # after the map
-    first = " ".join(next(p for p in prose if re.search(r"\bdot products?\b", p)).split())
-    assert "**dot product** (multiply the two vectors entry by entry and add the products)" in first
-    w_k = " ".join(next(p for p in prose if "W_K reads" in p).split())
-    assert '"an ending comes next"' in w_k             # notebook 2's "ending", not a new meaning
-
-
-def test_03_exercise_texts_set_tokens_as_code_and_hints_as_plain_text():
-    """Questions and worked answers render `code`; hints are shown as they are."""
-    for key in ("03.1", "03.2", "03.3"):
-        spec = tw.EXERCISES[key]
-        question = tw.exercises._now(spec["question"])
-        assert "␣" not in re.sub(r"`[^`]*`", "", question), key
-        assert key == "03.2" or "`ed`" in question, key
-        solution = tw.exercises._now(spec["solution"])
-        assert "␣" not in re.sub(r"`[^`]*`", "", solution), key
-        assert key == "03.2" or "`the`" in solution, key
-        hints = tw.exercises._now(spec["hints"])
-        texts = hints.values() if isinstance(hints, dict) else [h for _, h in hints]
-        assert not [h for h in texts if "`" in h], key

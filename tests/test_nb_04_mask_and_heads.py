@@ -1,7 +1,6 @@
 """Notebook 04 (mask and two heads): the mask/heads widget, without a browser, and the numbers;
 the prose on head 1's part in row 4 and the 4-decimal output behind 1.989, recomputed by hand."""
 
-import re
 
 import ipywidgets as widgets
 import numpy as np
@@ -9,7 +8,7 @@ import pytest
 
 import toy_model as tm
 import toy_widgets as tw
-from test_nb01_04_content import cells, outputs_after, source
+from test_nb01_04_content import cells
 from widget_tools import figure_of, find, heads_by_hand, open_weights_by_hand
 
 
@@ -131,45 +130,4 @@ def test_04_2_taking_the_mask_away_shrinks_every_old_weight_by_one_factor():
 
 # --- the page's prose: head 1's part in row 4, the output behind 1.989 ----------------------
 
-TEXT = "the cat climbed the"
 
-
-def test_04_head_1_makes_ed_lose_surface_and_the_prose_follows_it_key_by_key():
-    """Head 1's row 4, by hand: a little weight on ␣climb (value 1), more on ed itself (its
-    negative ending), so a negative output that W_O doubles onto "surface"."""
-    q, weights, out = heads_by_hand(TEXT)[0]
-    ln1 = tm.intermediates(TEXT)["ln1"]
-    wo = tm.PARAMS["blocks"][0]["attn"]["c_proj"]["w"]
-    assert out[3, 0] < 0 and wo[0, 1] == 2
-    f = tw.fmt
-    prose = re.sub(r"\s+", " ", "\n".join(source(c) for c in cells("04_mask_and_heads")
-                                          if c["cell_type"] == "markdown")).replace("−", "-")
-    assert f'`ed` *loses* "surface", -{f(-out[3, 0] * wo[0, 1])}' in prose
-    w, v = weights[3], ln1[:, 2]                             # head 1's value is each key's ending
-    assert (f"gets only {f(w[2], 4)} of the weight, while `ed` gives {f(w[3], 4)} to itself, "
-            f"whose value is -{f(-v[3], 4)}. The sum is negative, {f(w[2] * v[2], 4)} - {f(-w[3] * v[3], 4)} "
-            f"= -{f(-out[3, 0], 4)}, and W_O doubles it: -{f(-out[3, 0] * wo[0, 1])}") in prose
-    # the printed parts add up to the printed sum, to the last digit
-    assert abs(round(w[2] * v[2], 4) + round(w[3] * v[3], 4) - round(out[3, 0], 4)) < 1e-9
-    printed = outputs_after("04_mask_and_heads", "Row 4 of head 1, key by key")
-    assert f"head 1's output for ed: -{f(-out[3, 0], 4)} · times 2 on surface: -{f(-out[3, 0] * 2)}" in printed
-
-
-def test_04_the_output_behind_1_989_is_printed_to_4_decimals():
-    out = heads_by_hand(TEXT)[0][2][4, 0]
-    assert f"{out:.4f}" != f"{round(out, 3) :.4f}" and f"{2 * round(out, 3):.3f}" != f"{2 * out:.3f}"
-    prose = re.sub(r"\s+", " ", "\n".join(source(c) for c in cells("04_mask_and_heads")
-                                          if c["cell_type"] == "markdown"))
-    assert f"(its output, {out:.4f} to four decimals, times 2)" in prose
-    assert f"to 4 decimals: {out:.4f}" in outputs_after("04_mask_and_heads", "## What the last row gains")
-
-
-def test_04_the_sign_table_shows_the_tie_of_cat_s_row_as_a_tie():
-    """Head 2's query for ␣cat is 0, so its weight splits evenly over `the` and itself; the
-    table's "most weight on" names both, marked as a tie, and every other row names one key."""
-    q, weights, _ = heads_by_hand(TEXT)[1]
-    assert q[1, 0] == 0 and weights[1, 0] == weights[1, 1] == 0.5
-    assert all(np.sum(np.isclose(weights[i], weights[i].max())) == 1 for i in (2, 3, 4))
-    printed = outputs_after("04_mask_and_heads", "follow them one step at a time")
-    assert re.search(r"^␣cat .*  the, ␣cat \(tie\)  +0\.500 ", printed, re.M)
-    assert printed.count("(tie)") == 1

@@ -245,15 +245,3 @@ def test_stepper_bad_input_gets_one_sentence(name, value, sentence):
 
 # --- figures the prose quotes ------------------------------------------------------
 
-def test_the_figures_of_the_prose_come_from_the_model_and_the_widget():
-    p = tm.softmax(Z)
-    roof, wall, sofa = (tm.VOCAB.index(t) for t in (" roof", " wall", " sofa"))
-    assert (tw.fmt(p[roof]), tw.fmt(p[wall])) == ("0.395", "0.141")
-    kept = np.flatnonzero(tm.next_token_probs(Z, 1.0, top_p=0.6))    # top-p 0.6: three tokens
-    assert set(kept) == {roof, wall, sofa}
-    assert set(np.flatnonzero(tm.next_token_probs(Z, 1.0, top_k=3))) == set(kept)
-    assert tw.fmt(tm.next_token_probs(Z, 0.01)[roof]) == "1.000"      # a tiny T is greedy
-    assert np.allclose(tm.next_token_probs(Z, 1000.0), 1 / 12, atol=5e-4)   # 1/12 = 0.083
-    root = tw.temperature_explorer()                         # top-k = 2, read off the widget
-    control(root, "IntText", "exact k").value = 2
-    assert f"p = {tw.fmt(p[roof] / (p[roof] + p[wall]))}" in text(root.children[4])

@@ -161,21 +161,10 @@ def test_check_yourself_exercises_are_one_line_each_with_no_answer_on_the_page(p
     assert "<details>" not in text and not re.search(r"check_(number|choice)\(|answer=", code)
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_stored_as_run_top_to_bottom_without_errors(path):
-    nb = load(path)
-    counts = [c["execution_count"] for c in nb["cells"] if c["cell_type"] == "code"]
-    assert counts == list(range(1, len(counts) + 1)), "restart the kernel, run all, save"
-    errors = [o for c in nb["cells"] for o in c.get("outputs", [])
+def test_no_notebook_stores_an_error():
+    errors = [(p.name, o) for p in NOTEBOOKS for c in load(p)["cells"] for o in c.get("outputs", [])
               if o["output_type"] == "error" or o.get("name") == "stderr"]
-    assert not errors, f"stored error output: {errors[0]}"
-
-
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_stored_without_timestamps(path):
-    timed = [i for i, c in enumerate(load(path)["cells"]) if "execution" in c.get("metadata", {})]
-    assert not timed, (f"cells {timed} carry execution timestamps: "
-                       "rerun with python tools/run_notebooks.py")
+    assert not errors, f"stored error output: {errors[:1]}"
 
 
 PNG = re.compile(r"iVBORw0KGgo[A-Za-z0-9+/=]{100,}")          # a base64 PNG, wherever it is stored
@@ -229,17 +218,17 @@ def test_printed_text_is_stored_as_one_output_however_the_kernel_cut_it():
 @pytest.mark.parametrize("path", [*NOTEBOOKS, Path(__file__).parent / "fixtures" / "widget_demo.ipynb"],
                          ids=lambda p: p.stem)
 def test_a_fresh_run_stores_the_same_file(path, request):
-    """nbval compares the outputs it is told to; this compares everything, so a widget's
-    stored picture or state that no longer matches the code fails too. Where nbval has just
-    run the notebook (tests/conftest.py puts this test after its cells), its run is the
-    fresh run (tests/nbval_recording.py); otherwise the notebook is run here."""
-    fresh = recorder(request.config).stored_text(path) or executed(path)
-    stored = path.read_text(encoding="utf-8")
-    if without_measurements(fresh) != without_measurements(stored):
-        pytest.fail(f"{path.name}: a fresh run differs from the stored file.\n"
-                    + "\n".join(differences(json.loads(stored), json.loads(fresh)))
-                    + "\nReview each difference. If it is what your change meant to do, store the "
-                      "fresh run (python tools/run_notebooks.py) and commit it; if not, the code is wrong.")
+    """What nbval does not compare: the stored file is what a fresh run stores (pictures,
+    a widget's stored picture, execution counts from 1 in order, no timestamps). nbval's
+    own run of the notebook serves where it ran in this worker (tests/nbval_recording.py);
+    otherwise the notebook is run here. A changed text is reported by nbval itself."""
+    fresh = json.loads(without_measurements(recorder(request.config).stored_text(path) or executed(path)))
+    stored = json.loads(without_measurements(path.read_text(encoding="utf-8")))
+    changed = [i for i, (a, b) in enumerate(zip(stored["cells"], fresh["cells"], strict=True)) if a != b]
+    assert not changed and stored["metadata"] == fresh["metadata"], (
+        f"{path.name}: cells {changed} (or the metadata) differ from a fresh run: a picture, a widget's "
+        "stored form or an execution count. If your change meant it, store the fresh run "
+        "(python tools/run_notebooks.py) and commit it; if not, the code is wrong.")
 
 
 def without_measurements(text):
@@ -250,43 +239,6 @@ def without_measurements(text):
         if "measured" in cell.get("metadata", {}).get("tags", []):
             cell["outputs"] = []
     return json.dumps(nb, sort_keys=True)
-
-
-def around_first_difference(a, b, width=40):
-    i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-    start = max(0, i - width // 2)
-    return f"{a[start:i + width // 2]!r} -> {b[start:i + width // 2]!r}"
-
-
-def differences(stored, fresh, limit=8):
-    """What a reader would see change: cell by cell, the outputs' text and pictures, then
-    the stored widget state, model by model."""
-    found = []
-    for i, (a, b) in enumerate(zip(stored["cells"], fresh["cells"], strict=True)):
-        if a.get("outputs") == b.get("outputs") and a["source"] == b["source"]:
-            continue
-        head = "".join(a["source"]).splitlines()[0][:60] if a["source"] else ""
-        old, new = cell_output_text(a), cell_output_text(b)
-        if old != new:
-            diff = [f"    stored: {x!r}\n    fresh:  {y!r}" for x, y in
-                    zip(old.splitlines(), new.splitlines()) if x != y][:3] or \
-                [f"    {len(old.splitlines())} lines stored, {len(new.splitlines())} fresh"]
-            found.append(f"  cell {i} ({head}): its text changed\n" + "\n".join(diff))
-        else:
-            found.append(f"  cell {i} ({head}): a picture or a widget view changed, not its text")
-    state = [m.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
-             for m in (stored["metadata"], fresh["metadata"])]
-    changed = sorted(k for k in set(state[0]) | set(state[1]) if state[0].get(k) != state[1].get(k))
-    for k in changed[:3]:
-        before, after = state[0].get(k, {}).get("state", {}), state[1].get(k, {}).get("state", {})
-        keys = sorted(f for f in set(before) | set(after) if before.get(f) != after.get(f))
-        name = (state[0].get(k) or state[1].get(k)).get("model_name")
-        found.append(f"  widget model {name} {k[:8]}: {', '.join(keys) or 'added or removed'} changed"
-                     + ("; value " + around_first_difference(str(before.get("value")), str(after.get("value")))
-                        if "value" in keys else ""))
-    if len(changed) > 3:
-        found.append(f"  ... and {len(changed) - 3} more widget models")
-    return found[:limit] or ["  (only the file's formatting differs)"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

@@ -37,11 +37,20 @@ def figures(root):
     return [c.figure for c in tw.live_canvases(root)]
 
 
-@pytest.mark.parametrize("name", BUILDERS)
-def test_plot_text_is_at_least_14_px_and_the_plot_fits(name):
-    if not hasattr(tw, name):
-        pytest.skip(f"no widget {name} (any more)")
+@pytest.mark.parametrize("name", WIDGETS)
+def test_each_widget_is_readable_and_says_its_picture_is_one(name):
+    """One build of each widget, every rule on it: its plot's text and width, its stored
+    picture's line, the course's style, and no text size of its own below the course's."""
     root = getattr(tw, name)()
+    if name in BUILDERS:
+        plot_text_is_at_least_14_px_and_the_plot_fits(name, root)
+    stored_picture_says_it_is_a_picture_and_how_to_make_it_live(root)
+    rules = [w for w in walk(root) if isinstance(w, tw.StyleRule)]
+    assert any(tw.COURSE_CSS in r.value for r in rules), f"{name} has no course style"
+    no_text_size_of_its_own_below_the_course_size(name, root)
+
+
+def plot_text_is_at_least_14_px_and_the_plot_fits(name, root):
     figs = figures(root)
     assert figs, f"{name} has no plot"
     for fig in figs:
@@ -139,12 +148,11 @@ def note_shown(html_text):
     return html.unescape(first.group(1)) if first else ""
 
 
-@pytest.mark.parametrize("name", WIDGETS)
-def test_a_widgets_stored_picture_says_it_is_a_picture_and_how_to_make_it_live(name):
+def stored_picture_says_it_is_a_picture_and_how_to_make_it_live(root):
     """JupyterLab never shows text/plain when a picture is there: the line is the first
     thing of the HTML form, which a notebook opened before Run All (and the HTML edition)
     shows; nothing hides it (no display:none, no zero size)."""
-    data = getattr(tw, name)()._repr_mimebundle_()
+    data = root._repr_mimebundle_()
     line = note_shown(data["text/html"])
     raw = re.search(r"<p[^>]*>(.*?)</p>", data["text/html"], re.S).group(1)
     assert "picture" in line and "run the notebook's cells" in line.lower(), line
@@ -156,13 +164,6 @@ def test_a_widgets_stored_picture_says_it_is_a_picture_and_how_to_make_it_live(n
 def test_an_exercises_stored_form_says_to_run_the_cells():
     data = tw.exercise("06.3")._repr_mimebundle_()
     assert "run the notebook's cells" in html.unescape(data["text/html"]) and "06.3" in data["text/plain"]
-
-
-@pytest.mark.parametrize("name", WIDGETS)
-def test_every_widget_carries_the_course_style(name):
-    root = getattr(tw, name)()
-    rules = [w for w in walk(root) if isinstance(w, tw.StyleRule)]
-    assert any(tw.COURSE_CSS in r.value for r in rules), f"{name} has no course style"
 
 
 def test_exercise_boxes_carry_the_course_style():
@@ -210,10 +211,8 @@ SMALL = re.compile(r"font-size:\s*(\d+(?:\.\d+)?)(px|pt)|font-size:\s*0?\.\d+em|
                    r"|font-size:\s*(smaller|x-small|small)\b")
 
 
-@pytest.mark.parametrize("name", WIDGETS)
-def test_no_widget_writes_a_text_size_of_its_own_below_the_course_size(name):
+def no_text_size_of_its_own_below_the_course_size(name, root):
     """Sizes in px would not follow Presentation Mode, and em below 1 would fall under 14 px."""
-    root = getattr(tw, name)()
     for w in walk(root):
         value = getattr(w, "value", None)
         if isinstance(value, str) and not isinstance(w, tw.StyleRule):

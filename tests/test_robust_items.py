@@ -3,7 +3,6 @@ change at every level, sampling takes what its check takes, the bad-input senten
 right thing, and the widget builders and the exercise checker answer junk in one sentence."""
 import copy
 import pickle
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,7 +11,6 @@ import toy_checks
 import toy_model as tm
 import toy_widgets as tw
 
-ROOT = Path(__file__).resolve().parents[1]
 TEXT = "the cat climbed the"
 P_ROOF = tm.intermediates(TEXT)["p"][-1][tm.VOCAB.index(" roof")]
 
@@ -25,7 +23,6 @@ def unchanged():
 
 # --- The weights' dict and lists refuse every change ------------------------------------------
 
-W_U = tm.PARAMS["w_u"]
 BLOCK = tm.PARAMS["blocks"][0]
 CHANGES = {
     "p[k] = v": lambda p: p.__setitem__("w_u", p["wte"].T),
@@ -173,78 +170,12 @@ def test_sample_takes_float32_rows_that_its_check_takes():
     assert tm.sample(np.array([0.5, 0.500001], np.float32), 1) in (0, 1)
 
 
-@pytest.mark.parametrize("z, words", [([-np.inf, -np.inf], "Every logit of a row is -infinity"),
-                                      ([[0.0, 1.0], [-np.inf, -np.inf]], "Every logit of a row"),
-                                      ([], "at least one logit"), (np.zeros((0, 12)), "at least one logit")])
-def test_softmax_of_no_finite_logit_is_a_sentence_not_nan(z, words):
-    for fn in (tm.softmax, tm.log_softmax):
-        with pytest.raises(ValueError, match=words):
-            fn(z)
-
-
-@pytest.mark.parametrize("ids, named", [([0, 2, 4.0], "'4.0'"), ([0, 2, 4.5], "'4.5'"), ([1, True], "'True'"),
-                                        ([3, None], "'None'"), (np.array([0.0, 1.0]), "'0.0'")])
-def test_the_bad_id_sentence_names_the_bad_element(ids, named):
-    with pytest.raises(ValueError) as info:
-        tm.decode(ids)
-    assert f"got {named} among them" in str(info.value)
-
-
-# --- One generation loop: the cache changes nothing, bad settings get a sentence ------------------
-
-@pytest.mark.parametrize("cache", [False, True])
-def test_generate_checks_max_new_and_seed_with_and_without_the_cache(cache):
-    assert len(tm.generate(TEXT, max_new=None, cache=cache)) == 3           # until <|endoftext|>
-    for bad in (-1, 2.5, "3", float("nan")):
-        with pytest.raises(ValueError, match="max_new"):
-            tm.generate(TEXT, max_new=bad, cache=cache)
-    for bad in (None, -1, 1.5, 2**64, "0"):
-        with pytest.raises(ValueError, match="seed"):
-            tm.generate(TEXT, temperature=1.0, seed=bad, cache=cache)
-    with pytest.raises(ValueError, match="cache"):
-        tm.generate(TEXT, cache="yes")
-    assert [s["next"] for s in tm.generate("the", temperature=1.0, seed=7, cache=cache)] == \
-        [s["next"] for s in tm.generate("the", temperature=1.0, seed=7, cache=not cache)]
-
-
-# --- Lists where a learner passes lists; a sentence for anything else ----------------------------
-
 def test_lists_work_where_a_learner_would_pass_them():
     assert np.allclose(tm.layer_norm([0, 2, 2, 8], 1, 0), tm.layer_norm(np.array([0.0, 2, 2, 8]), 1, 0))
     assert np.allclose(tm.gelu([-1, 0, 1]), tm.gelu(np.array([-1.0, 0, 1])))
     q = [[1.0, 0.0], [0.0, 1.0]]
     assert np.allclose(tm.attention(q, q, q), tm.attention(np.array(q), np.array(q), np.array(q)))
     assert tm.layer_norm(np.ones((2, 4), np.float32), 1, 0).dtype == np.float32
-
-
-@pytest.mark.parametrize("call, words", [
-    (lambda: tm.causal_mask(5.0), "causal_mask must be a whole number"),
-    (lambda: tm.causal_mask(10**9), "causal_mask must be a whole number, 1 to 8192"),
-    (lambda: tm.intermediates(5), "intermediates takes a list of token ids"),
-    (lambda: tm.intermediates(TEXT, temperature=2), "intermediates takes the options"),
-    (lambda: tm.forward([0, 1], mask="no"), "mask must be True or False"),
-    (lambda: tm.intermediates(TEXT, tied=True), "a switch is an edit of the weights, such as params=tm.switch_off"),
-    (lambda: tm.forward([0, 1], 5), "params must be the weights' dict"),
-    (lambda: tm.layer_norm("abc", 1, 0), "layer_norm takes an array of real numbers"),
-    (lambda: tm.layer_norm([0, 2, 2, 8], [1, 1], 0), "g and b of d numbers"),
-    (lambda: tm.layer_norm([1e300, 1], 1, 0), "at most 1e\\+30"),
-    (lambda: tm.gelu([np.nan]), "finite numbers"),
-    (lambda: tm.linear(np.ones((2, 4)), np.ones((3, 4)), 0), "linear takes x \\[n, d_in\\]"),
-    (lambda: tm.attention([[1.0, 0]], [[1.0, 0, 0]], [[1.0]]), "attention takes q"),
-    (lambda: tm.mlp(np.ones((1, 4)), None, None), "mlp's c_fc takes a layer's weights"),
-    (lambda: tm.block(np.ones((1, 4)), {}, 2), "block takes one block's weights"),
-    (lambda: tm.embed([0, 12], tm.PARAMS["wte"], tm.PARAMS["wpe"]), "Token id 12 does not exist"),
-    (lambda: tm.softmax(np.zeros(3), axis=2), "axis must name one of the 1 axes"),
-    (lambda: tm.tree_map(5, tm.PARAMS), "take a function to apply to each weight"),
-    (lambda: tm.get_weight(tm.PARAMS, np.zeros(2)), "get_weight takes a weight's name"),
-    (lambda: tm.replace_weight(tm.PARAMS, "wte", np.full((12, 4), np.nan)), "finite numbers"),
-    (lambda: tm.copy_params({"wte": 1}), "params must be the weights' dict"),
-    (lambda: tm.entropy(np.ones(3) + 1j), "one probability distribution"),
-])
-def test_wrong_types_get_one_sentence(call, words):
-    with pytest.raises(ValueError, match=words) as info:
-        call()
-    assert "\n" not in str(info.value)
 
 
 BUILDER_JUNK = [None, 5, "", "the cat jumped", "the " * 20, [0, 1, 2], b"the", np.array([1, 2])]
@@ -264,19 +195,6 @@ def test_a_widget_builder_answers_a_wrong_text_in_one_sentence(name):
         assert "\n" not in message and message.endswith(".") and "trait" not in message, message
 
 
-def test_the_stepper_refuses_the_settings_generate_refuses():
-    for kwargs in ({"seed": -1}, {"seed": 2**64}, {"seed": 1.5}, {"temperature": -1}, {"temperature": "hot"}):
-        with pytest.raises(ValueError, match="seed|Temperature"):
-            tw.generation_stepper(TEXT, **kwargs)
-
-
-# --- The exercise checker: a verdict sentence for whatever a learner's function returns ----------
-
-def _code_keys():
-    from toy_widgets.exercises import EXERCISES
-    return sorted(k for k, v in EXERCISES.items() if v["kind"] == "code")
-
-
 class Awkward:
     """An object numpy cannot read (its __array__ raises)."""
     def __array__(self, *args, **kwargs):
@@ -289,7 +207,7 @@ RETURNS = {"a ragged list": lambda *a: [[1, 2], [3]], "text": lambda *a: "abc", 
            "parts": lambda *a: (np.zeros(2), np.zeros((2, 2)), 1), "NaN": lambda *a: np.nan}
 
 
-@pytest.mark.parametrize("key", _code_keys())
+@pytest.mark.parametrize("key", ["03.4", "07.7"])      # the checker's rule, on an array and a loop
 def test_every_return_of_a_learners_function_gets_a_verdict_sentence(key):
     from toy_widgets.exercises import EXERCISES, answer_code
     reference = EXERCISES[key]["reference"]
@@ -363,17 +281,18 @@ TYPED_SENTENCES = [
 ]
 
 
-@pytest.mark.parametrize("typed, sentence", TYPED_SENTENCES, ids=[t for t, _ in TYPED_SENTENCES])
-def test_the_same_bad_number_gets_the_same_sentence_in_every_box(typed, sentence):
+def test_the_same_bad_number_gets_the_same_sentence_in_every_box():
     from widget_tools import text, walk
     import ipywidgets as widgets
-    assert tw.exercise("06.3").try_answer(typed) == sentence.format(**{"as": ""})
+    for typed, sentence in TYPED_SENTENCES:
+        assert tw.exercise("06.3").try_answer(typed) == sentence.format(**{"as": ""})
     for build, what in ((tw.logit_playground, "logit"), (tw.logit_shift, "constant c")):
         root = build()
         box = next(w for w in walk(root) if type(w) is widgets.Text and "type" in w.placeholder)
-        box.value = typed
-        said = [text(w) for w in walk(root) if isinstance(w, widgets.HTML) and text(w).startswith(f"'{typed}'")]
-        assert said == [sentence.format(**{"as": f"the {what} as "})], build.__name__
+        for typed, sentence in TYPED_SENTENCES:
+            box.value = typed
+            said = [text(w) for w in walk(root) if isinstance(w, widgets.HTML) and text(w).startswith(f"'{typed}'")]
+            assert said == [sentence.format(**{"as": f"the {what} as "})], (build.__name__, typed)
 
 
 def test_a_whole_number_is_read_exactly_and_a_count_box_wants_one():

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from widget_tools import find, nats, press_enter, shown, text
 
+import reference as ref
 import toy_model as tm
 import toy_widgets as tw
 
@@ -32,22 +33,6 @@ def numbers(s):
 
 
 # --- 07: temperature, top-k and top-p together ----------------------------------------
-
-def reference_probs(z, T, k, top_p):
-    """Hugging Face's order written out here: temperature, then top-k, then top-p."""
-    q = np.exp(z / T - (z / T).max())
-    q /= q.sum()
-    order = np.argsort(-q, kind="stable")
-    keep = np.zeros(len(q), bool)
-    keep[order[:k]] = True
-    q = np.where(keep, q, 0)
-    q /= q.sum()
-    before = np.cumsum(q[order]) - q[order]
-    keep2 = np.zeros(len(q), bool)
-    keep2[order[before < top_p]] = True
-    q = np.where(keep2, q, 0)
-    return q / q.sum()
-
 
 def top_p_first_probs(z, T, k, top_p):
     """The other order, top-p on the full distribution and then top-k: not Hugging Face's."""
@@ -83,10 +68,10 @@ def test_temperature_explorer_with_all_three_set(T, k, top_p, through):
                     by_description(root, widgets.FloatSlider, "top-p")]
     for control, value in reversed(list(zip(controls, (T, k, top_p)))):   # the last one first
         control.value = value
-    expected = reference_probs(Z, T, k, top_p)
+    expected = ref.sampling_filter(Z, T, k, top_p)
     assert np.allclose(tm.next_token_probs(Z, T, k, top_p), expected)
     assert np.allclose(shown(root.chart), expected), (T, k, top_p)
-    assert np.allclose(shown(root.before), reference_probs(Z, T, 12, 1.0)), "the outlines: T only"
+    assert np.allclose(shown(root.before), ref.sampling_filter(Z, T, 12, 1.0)), "the outlines: T only"
     line = text(find(root, widgets.HTML)[0])
     top = int(np.argmax(expected))
     assert f"kept {int((expected > 0).sum())} of 12 tokens" in line
@@ -212,7 +197,7 @@ def test_embedding_scatter_other_dimensions_with_positions(dx, dy):
 def test_temperature_explorer_applies_top_k_before_top_p(T, k, top_p, kept, kept_top_p_first, through):
     """States where the order of the two cuts changes the kept set: the chart follows
     temperature, then top-k (renormalised), then top-p, and not top-p first."""
-    hf, other = reference_probs(Z, T, k, top_p), top_p_first_probs(Z, T, k, top_p)
+    hf, other = ref.sampling_filter(Z, T, k, top_p), top_p_first_probs(Z, T, k, top_p)
     assert (int((hf > 0).sum()), int((other > 0).sum())) == (kept, kept_top_p_first)
     root = tw.temperature_explorer()
     names = {"boxes": ("exact T", "exact k", "exact p"), "sliders": ("temperature", "top-k", "top-p")}

@@ -63,14 +63,14 @@ def nats(p):
     return float(-(q * np.log(q)).sum())
 
 
-def summary(p):
-    """The line the course's widgets print about p, computed here from the model's p."""
-    import toy_model as tm
+def names_p(said, p):
+    """A widget's line about p names the three most likely tokens with their p, and p's
+    entropy (computed here from p)."""
     import toy_widgets as tw
-    order = np.argsort(-np.asarray(p), kind="stable")
-    return (f"most likely: {tw.TOKENS[order[0]]} with p = {tw.fmt(p[order[0]])} (then "
-            f"{tw.TOKENS[order[1]]} {tw.fmt(p[order[1]])}, {tw.TOKENS[order[2]]} "
-            f"{tw.fmt(p[order[2]])}) · entropy of p: {tw.fmt(nats(p))} nats")
+    order = np.argsort(-np.asarray(p), kind="stable")[:3]
+    for j in order:
+        assert f"{tw.TOKENS[j]}" in said and tw.fmt(p[j]) in said, (tw.TOKENS[j], said)
+    assert f"entropy of p: {tw.fmt(nats(p))} nats" in said, said
 
 
 def figure_of(root):
@@ -79,29 +79,14 @@ def figure_of(root):
 
 
 def heads_by_hand(text="the cat climbed the", mask=True):
-    """Each head's (q, weights, output), written out here from tm.PARAMS: LN1 of
-    wte[ids] + wpe, q, k and v from c_attn's columns, scores = q k^T / sqrt(d_head), the
-    future at -inf (unless mask=False), a softmax over each row, times v (nothing taken from
-    toy_model's forward or attention)."""
+    """Each head's (q, weights, output) of the toy, from the shared reference
+    (tests/reference.py: nothing taken from toy_model's forward or attention)."""
+    import reference
     import toy_model as tm
-    blk = tm.PARAMS["blocks"][0]
-    ids = tm.encode(text)
-    x = tm.PARAMS["wte"][ids] + tm.PARAMS["wpe"][:len(ids)]
-    a = (x - x.mean(axis=1, keepdims=True)) / np.sqrt(x.var(axis=1, keepdims=True) + 1e-5)
-    a = a * blk["ln_1"]["g"] + blk["ln_1"]["b"]
-    qkv = a @ blk["attn"]["c_attn"]["w"] + blk["attn"]["c_attn"]["b"]
-    d = x.shape[1]
-    dh = d // 2                                          # two heads of size 2
-    heads = []
-    for h in range(2):
-        q, k, v = (qkv[:, part * d + h * dh:part * d + (h + 1) * dh] for part in range(3))
-        s = q @ k.T / np.sqrt(dh)
-        if mask:
-            s[np.triu_indices(len(ids), 1)] = -np.inf
-        e = np.exp(s - s.max(axis=1, keepdims=True))
-        weights = e / e.sum(axis=1, keepdims=True)
-        heads.append((q, weights, weights @ v))
-    return heads
+    trace = {}
+    reference.forward(tm.encode(text), tm.PARAMS, 2, mask=mask, trace=trace)
+    blk = trace["blocks"][0]
+    return list(zip(blk["q"], blk["weights"], blk["out"]))
 
 
 def open_weights_by_hand(text="the cat climbed the"):

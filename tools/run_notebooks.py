@@ -10,6 +10,11 @@ as one output however the kernel happened to cut it into messages, and each widg
 stored as the picture of its first state (see stored_form), without the random ids of
 its models. A rerun then changes the stored file only where what the code computes
 changed. Each notebook runs in its own folder, as JupyterLab runs it.
+
+It refuses to store a notebook one of whose figures has a text cut by the figure's frame
+(a title, label, tick label, legend entry or note past the picture's edge): every picture
+printed and every live figure a cell made is measured in the notebook's own kernel as it
+runs (tools/figure_probe.py), and the run fails naming each cut text.
 """
 
 from __future__ import annotations
@@ -19,19 +24,60 @@ import time
 from pathlib import Path
 from queue import Empty
 
+import json
+
 import nbformat
 from nbclient import NotebookClient
+from nbformat.v4 import new_code_cell
+
+from figure_probe import INSTALL, TAKE
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
+class CutFigure(Exception):
+    """A figure of the notebook draws a text past its frame: the notebook is not stored."""
+
+
 def executed(path: Path) -> str:
-    """The notebook at `path`, run top to bottom in a fresh kernel, as the text to store."""
+    """The notebook at `path`, run top to bottom in a fresh kernel, as the text to store.
+    Raises CutFigure if a figure it draws cuts a text, or draws fewer figures than the
+    stored cell has pictures (each must have been measured)."""
     notebook = nbformat.read(path, as_version=4)
+    cells = notebook.cells
+    ran = [i for i, c in enumerate(cells) if c.cell_type == "code" and c.source.strip()]
+    notebook.cells = [new_code_cell(INSTALL), *cells, new_code_cell(f"print({TAKE})")]
     Client(notebook, timeout=600, kernel_name="python3", record_timing=False,
            resources={"metadata": {"path": str(path.parent)}}).execute()
+    measured = json.loads("".join(o.get("text", "") for o in notebook.cells[-1].outputs))
+    notebook.cells = cells
+    for cell in cells:                      # the probe's cell took count 1: number from 1
+        if cell.get("execution_count"):
+            cell.execution_count -= 1
+            for output in cell.outputs:
+                if output.get("execution_count"):
+                    output.execution_count -= 1
+    refuse_cut_figures(path, notebook, dict(zip(ran, measured, strict=True)))
     return as_stored(notebook)
+
+
+def refuse_cut_figures(path: Path, notebook, measured: dict) -> None:
+    """Raise CutFigure naming every figure the probe found cut, and every cell whose
+    output has more pictures than figures were measured in it."""
+    found = []
+    for index, cell in measured.items():
+        if cell["problem"]:
+            found.append(f"cell {index}: the figure probe failed: {cell['problem']}")
+        pictures = sum(1 if "image/png" in o.get("data", {}) else
+                       "".join(o.get("data", {}).get("text/html", "")).count("data:image/png;base64,")
+                       for o in notebook.cells[index].get("outputs", []))
+        if len(cell["figures"]) < pictures:
+            found.append(f"cell {index} shows {pictures} pictures, {len(cell['figures'])} were measured")
+        found += [f"cell {index}, {f['kind']} ({f['size'][0]} × {f['size'][1]} px): {f['cut']}"
+                  for f in cell["figures"] if f["cut"]]
+    if found:
+        raise CutFigure(f"{path.name}: not stored: " + "\n  ".join(found))
 
 
 class Client(NotebookClient):
@@ -128,7 +174,10 @@ def main() -> None:
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
     for path in args.notebooks or sorted((REPO_ROOT / "notebooks").glob("*.ipynb")):
-        print(f"{path}: ran in {run(path.resolve(), args.out):.1f} s")
+        try:
+            print(f"{path}: ran in {run(path.resolve(), args.out):.1f} s")
+        except CutFigure as cut:
+            raise SystemExit(str(cut)) from None
 
 
 if __name__ == "__main__":

@@ -152,7 +152,7 @@ def install():
     shell = get_ipython()
     shell.events.register("pre_run_cell", probe.before_cell)
     shell.events.register("post_run_cell", probe.after_cell)
-    handle = types.ModuleType(MODULE, "The figure probe of the course's tests (tests/figure_probe.py).")
+    handle = types.ModuleType(MODULE, "The figure probe of tools/run_notebooks.py (tools/figure_probe.py).")
     handle.take = probe.take
     sys.modules[MODULE] = handle
 
