@@ -100,8 +100,8 @@ BAD = [
     # the model's pieces, called directly with the wrong kinds
     (lambda: tm.causal_mask(5.0), "causal_mask must be a whole number"),
     (lambda: tm.causal_mask(10**9), "causal_mask must be a whole number, 1 to 8192"),
-    (lambda: tm.intermediates(5), "run takes a list of token ids"),
-    (lambda: tm.intermediates(SENTENCE, temperature=2), "run takes the options"),
+    (lambda: tm.intermediates(5), "intermediates takes a list of token ids"),
+    (lambda: tm.intermediates(SENTENCE, temperature=2), "intermediates takes the options"),
     (lambda: tm.forward([0, 1], mask="no"), "mask must be True or False"),
     (lambda: tm.intermediates(SENTENCE, tied=True), "a switch is an edit of the weights, such as params=tm.switch_off"),
     (lambda: tm.forward([0, 1], 5), "params must be the weights' dict"),

@@ -232,12 +232,20 @@ def test_a_fresh_run_stores_the_same_file(path, request):
 
 
 def without_measurements(text):
-    """The notebook without the outputs of cells tagged "measured": times taken on the
-    machine that ran it, which no two runs share (nbval skips them too: nbval-ignore-output)."""
+    """The notebook as two runs on any CPU store it alike. Cells tagged "measured" (times
+    taken on the machine that ran it) lose their outputs; cells tagged nbval-ignore-output
+    (a live training run, whose last digits another CPU's rounding may move; the labs' tests
+    compare their numbers with the shipped checkpoints) keep only their form: each output's
+    kind, its media types, and its text with every digit read as 0."""
     nb = json.loads(text)
     for cell in nb["cells"]:
-        if "measured" in cell.get("metadata", {}).get("tags", []):
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "measured" in tags:
             cell["outputs"] = []
+        elif "nbval-ignore-output" in tags:
+            cell["outputs"] = [{"output_type": o["output_type"], "name": o.get("name"),
+                                "text": re.sub(r"\d", "0", "".join(o.get("text", ""))),
+                                "data": sorted(o.get("data", {}))} for o in cell.get("outputs", [])]
     return json.dumps(nb, sort_keys=True)
 
 
