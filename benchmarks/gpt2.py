@@ -52,6 +52,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import toy_model as tm  # noqa: E402
 import toy_gpt2 as tg  # noqa: E402
+from hf_gpt2 import hf_model  # noqa: E402
 
 N_NEW = 20
 PROMPT = [464, 3797, 19496, 262, 9753]            # any 5 ids below 50,257
@@ -121,26 +122,6 @@ def numpy_steps(params, cache):
     return step
 
 
-def hf_model(params, torch, transformers):
-    """transformers' GPT2LMHeadModel from a GPT2Config, holding params (tied, as they are)."""
-    config = transformers.GPT2Config(
-        vocab_size=len(params["wte"]), n_positions=len(params["wpe"]), n_embd=params["wte"].shape[1],
-        n_layer=len(params["blocks"]), n_head=12, activation_function="gelu_new",
-        layer_norm_epsilon=1e-5, tie_word_embeddings=True)
-    model = transformers.GPT2LMHeadModel(config).eval()
-    hf_name = {"g": "weight", "w": "weight", "b": "bias"}
-    state = {"transformer.wte.weight": params["wte"], "transformer.wpe.weight": params["wpe"]}
-    for name in tm.weight_names({k: v for k, v in params.items() if k != "w_u"}):
-        *where, last = name.replace("blocks.", "h.").split(".")
-        if last in hf_name:
-            state[".".join(["transformer", *where, hf_name[last]])] = tm.get_weight(params, name)
-    state = {name: torch.tensor(np.array(w)) for name, w in state.items()}
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    assert not unexpected and set(missing) <= {"lm_head.weight"}, (missing, unexpected)
-    assert model.lm_head.weight.data_ptr() == model.transformer.wte.weight.data_ptr()   # tied
-    return model
-
-
 def torch_steps(model, torch, cache):
     kv = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
@@ -196,7 +177,7 @@ def main():
     if torch is not None:
         torch.set_num_threads(args.threads)
         transformers.logging.set_verbosity_error()
-        model = hf_model(params, torch, transformers)
+        model = hf_model(params, torch, transformers, n_head=12)
         with torch.inference_mode():
             theirs = model(torch.tensor([PROMPT + [1, 2]])).logits[0].numpy()
         print(f"largest difference between the two models' logits: {np.abs(theirs - full).max():.1e}"

@@ -16,13 +16,18 @@ disturbs less than the wall clock; the load average is printed with them.
   3. longer texts: random token sequences of n = 8 ... 128 tokens (a toy with a longer
      context, 16 texts per batch), where attention's n x n scores start to count;
   4. lab 11's shapes (toy_writes.RECIPE: d 64, 4 blocks of 4 heads, MLP 256, context 64,
-     63 characters, batches of 32 windows, float32): the course's step beside PyTorch's
-     step of the same model (the same weights and batch; loss, backward, torch.optim.Adam),
-     taking turns, one thread each. PyTorch is not a dependency of the course: run this
-     file with a Python that has both (a venv outside the repository), e.g.
+     63 characters, batches of 32 windows, float32): the course's step beside two PyTorch
+     steps of the same model (the same weights and batch; loss, backward, torch.optim.Adam):
+     transformers' GPT2LMHeadModel (as benchmarks/gpt2.py compares the forward pass) and a
+     lean hand-written one (F.scaled_dot_product_attention, fused GELU). They take turns,
+     with --threads threads each (default: every core, as the lab runs), timed by the wall
+     clock; toy_writes.keep_freed_memory() is on for all three (one process), unless
+     --freeing. PyTorch is not a dependency of the course: run this file with a Python that
+     has torch and transformers (a venv outside the repository), e.g.
 
-         python3 -m venv /tmp/torchvenv && /tmp/torchvenv/bin/pip install torch numpy
-         OPENBLAS_NUM_THREADS=1 PYTHONPATH=. /tmp/torchvenv/bin/python benchmarks/training.py --lab11
+         python3 -m venv /work/torchvenv
+         /work/torchvenv/bin/pip install torch==2.13.0 numpy==2.4.6 transformers==5.24.0
+         PYTHONPATH=. /work/torchvenv/bin/python benchmarks/training.py --lab11 --threads 2
 
      Without torch the table gives numpy's column alone. --lab11 runs table 4 only.
 
@@ -33,17 +38,31 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
-import sys
-import time
-from pathlib import Path
 
-import numpy as np
+parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+parser.add_argument("--repeats", type=int, default=30, help="steps timed per figure")
+parser.add_argument("--lab11", action="store_true", help="table 4 only (lab 11's shapes)")
+parser.add_argument("--threads", type=int, default=os.cpu_count(),
+                    help="threads for numpy's BLAS and for PyTorch (default: all cores)")
+parser.add_argument("--freeing", action="store_true",
+                    help="table 4: leave glibc's default (freed memory goes back at once)")
+args = parser.parse_args()
+for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[name] = str(args.threads)              # before numpy starts its thread pool
+os.environ["HF_HUB_OFFLINE"] = os.environ["TRANSFORMERS_OFFLINE"] = "1"   # never the hub
+
+import platform  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import toy_model as tm  # noqa: E402
 import toy_train as tt  # noqa: E402
 import toy_writes as tx  # noqa: E402
+from hf_gpt2 import hf_model  # noqa: E402
 
 
 def step_time(ids, targets, params, repeats):
@@ -94,84 +113,99 @@ def torch_model(params, torch, n_head):
     return loss, list(leaves.values())
 
 
-def lab11_table(repeats, rounds=5):
+def lab11_table(repeats, threads, keep, rounds=5):
     """Table 4: one training step on lab 11's shapes, numpy beside PyTorch, taking turns."""
-    recipe = tx.RECIPE
+    recipe, n_head = tx.RECIPE, tx.RECIPE["n_head"]
+    if keep:
+        tx.keep_freed_memory()
     params = tx.new_char_model(0)
     ids = np.random.default_rng(0).integers(0, tx.N_CHARS, (recipe["batch"], recipe["n_ctx"] + 1))
     x, y = ids[:, :-1], ids[:, 1:]
     try:
         import torch
+        import transformers
     except ImportError:
         torch = None
-    ours, theirs = [], []
     state = {"np": (params, None)}
 
-    def numpy_steps():
-        p, s = state["np"]
+    def timed(step):
         times = []
-        for i in range(repeats):
-            start = time.process_time()
-            _, grads = tt.loss_and_grads(x, y, p, recipe["n_head"])
-            p, s = tt.adam_step(p, grads, s, 1e-3)
-            times.append(time.process_time() - start)
-        state["np"] = (p, s)
+        for _ in range(repeats):
+            start = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - start)
         return float(np.median(times))
 
-    if torch is not None:
-        torch.set_num_threads(1)
-        loss_fn, leaves = torch_model(params, torch, recipe["n_head"])
-        opt = torch.optim.Adam(leaves, lr=1e-3)
-        tx_ids, ty = torch.tensor(x), torch.tensor(y)
-        ours_first = tt.loss_and_grads(x, y, params, recipe["n_head"])[0]
-        theirs_first = float(loss_fn(tx_ids, ty).detach())
-        print(f"\n   the first step's loss: numpy {ours_first:.6f}, PyTorch {theirs_first:.6f} "
-              f"(torch {torch.__version__}, {torch.get_num_threads()} thread)")
+    def numpy_step():
+        p, s = state["np"]
+        _, grads = tt.loss_and_grads(x, y, p, n_head)
+        state["np"] = tt.adam_step(p, grads, s, 1e-3)
 
-        def torch_steps():
-            times = []
-            for _ in range(repeats):
-                start = time.process_time()
+    def fast_step():
+        p, s = state["fast"]
+        _, grads = tx.fast_loss_and_grads(x, y, p, n_head)
+        state["fast"] = tt.adam_step(p, grads, s, 1e-3)
+
+    state["fast"] = (params, None)
+    contenders = {"numpy, lab 11's step (tx.fast_loss_and_grads)": fast_step,
+                  "numpy, lab 08's functions (tt.loss_and_grads)": numpy_step}
+    first = [f"numpy {tt.loss_and_grads(x, y, params, n_head)[0]:.6f}",
+             f"fast {tx.fast_loss_and_grads(x, y, params, n_head)[0]:.6f}"]
+    if torch is not None:
+        torch.set_num_threads(threads)
+        transformers.logging.set_verbosity_error()
+        F = torch.nn.functional
+        tx_ids, ty = torch.tensor(x), torch.tensor(y)
+        hf = hf_model(params, torch, transformers, n_head).train()     # dropout is 0
+        lean_loss, lean_leaves = torch_model(params, torch, n_head)
+
+        def hf_loss(ids, targets):
+            logits = hf(ids, use_cache=False).logits
+            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+        for name, loss_fn, leaves in (
+                ("PyTorch, transformers' GPT2LMHeadModel", hf_loss, list(hf.parameters())),
+                ("PyTorch, hand-written (SDPA and fused GELU)", lean_loss, lean_leaves)):
+            opt = torch.optim.Adam(leaves, lr=1e-3)
+
+            def torch_step(loss_fn=loss_fn, opt=opt):
                 opt.zero_grad(set_to_none=True)
                 loss_fn(tx_ids, ty).backward()
                 opt.step()
-                times.append(time.process_time() - start)
-            return float(np.median(times))
-
-    numpy_steps()                                        # warm up both
-    if torch is not None:
-        torch_steps()
+            contenders[name] = torch_step
+            first.append(f"{name.split(', ')[1]} {float(loss_fn(tx_ids, ty).detach()):.6f}")
+        print(f"\n   the first step's loss: {'; '.join(first)} (torch {torch.__version__}, "
+              f"transformers {transformers.__version__}, {torch.get_num_threads()} threads)")
+    for step in contenders.values():                     # warm up every contender
+        timed(step)
+    figures = {name: [] for name in contenders}
     for _ in range(rounds):
-        ours.append(numpy_steps())
-        if torch is not None:
-            theirs.append(torch_steps())
+        for name, step in contenders.items():
+            figures[name].append(timed(step))
     tokens = recipe["batch"] * recipe["n_ctx"]
-    print(f"\n4. Lab 11's shapes: {sum(np.size(tm.get_weight(params, n)) for n in tm.weight_names(params)):,} weights, batch {recipe['batch']} x "
-          f"{recipe['n_ctx']} = {tokens:,} characters, float32, one thread, CPU time, "
-          f"median of {repeats} steps, {rounds} rounds taking turns, load average "
-          f"{os.getloadavg()[0]:.1f}:")
-    rows = [["numpy (the course)", f"{np.median(ours) * 1e3:.1f}", f"{min(ours) * 1e3:.1f}-{max(ours) * 1e3:.1f}",
-             f"{recipe['steps'] * np.median(ours):.0f}"]]
-    if theirs:
-        rows.append(["PyTorch", f"{np.median(theirs) * 1e3:.1f}",
-                     f"{min(theirs) * 1e3:.1f}-{max(theirs) * 1e3:.1f}", f"{recipe['steps'] * np.median(theirs):.0f}"])
-        ratio = np.array(ours) / np.array(theirs)
-        print(table(rows, ["step", "CPU ms/step", "rounds", f"s for {recipe['steps']} steps"]))
-        print(f"   numpy / PyTorch: {np.median(ratio):.2f} (rounds {ratio.min():.2f}-{ratio.max():.2f})")
-    else:
-        print(table(rows, ["step", "CPU ms/step", "rounds", f"s for {recipe['steps']} steps"]))
-        print("   PyTorch is not installed in this Python: see the docstring.")
+    weights = sum(np.size(tm.get_weight(params, n)) for n in tm.weight_names(params))
+    print(f"\n4. Lab 11's shapes: {weights:,} weights, batch {recipe['batch']} x {recipe['n_ctx']} = "
+          f"{tokens:,} characters, float32, {threads} thread(s), wall-clock time, median of "
+          f"{repeats} steps, {rounds} rounds taking turns, freed memory "
+          f"{'kept' if keep else 'given back (glibc default)'}, load average {os.getloadavg()[0]:.1f}:")
+    rows = [[name, f"{np.median(t) * 1e3:.1f}", f"{min(t) * 1e3:.1f}-{max(t) * 1e3:.1f}",
+             f"{recipe['steps'] * np.median(t):.0f}"] for name, t in figures.items()]
+    print(table(rows, ["step", "ms/step", "rounds", f"s for {recipe['steps']} steps"]))
+    names = list(figures)
+    for mine in names[:2]:
+        for theirs in names[2:]:
+            ratio = np.array(figures[mine]) / np.array(figures[theirs])
+            print(f"   {mine.split(' (')[0]} / {theirs.split(' (')[0]}: {np.median(ratio):.2f} "
+                  f"(rounds {ratio.min():.2f}-{ratio.max():.2f})")
+    if torch is None:
+        print("   PyTorch or transformers is not installed in this Python: see the docstring.")
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=30, help="steps timed per figure")
-    parser.add_argument("--lab11", action="store_true", help="table 4 only (lab 11's shapes)")
-    args = parser.parse_args()
     print(f"numpy {np.__version__}, Python {platform.python_version()}, {platform.machine()}, "
           f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
     if args.lab11:
-        lab11_table(args.repeats)
+        lab11_table(args.repeats, args.threads, not args.freeing)
         return
 
     corpus = tt.load_corpus()
@@ -205,7 +239,7 @@ def main():
         rows.append([n, 16 * n, f"{t * 1e3:.2f}", f"{t / base:.1f}", f"{t / (16 * n) * 1e6:.1f}"])
     print("\n3. Longer texts (16 random texts of n tokens, context n):")
     print(table(rows, ["n", "tokens", "CPU ms/step", "x", "us/token"]))
-    lab11_table(args.repeats)
+    lab11_table(args.repeats, args.threads, not args.freeing)
 
 
 if __name__ == "__main__":
