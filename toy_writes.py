@@ -10,8 +10,17 @@ tt.loss_and_grads's loss and gradients for this model, computed with fewer passe
 memory, and held to tt.loss_and_grads by a test.
 """
 import ctypes
+import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import numpy as np
+
+try:                                    # sets the matrix library's threads (not in Pyodide)
+    from threadpoolctl import threadpool_limits
+except ImportError:
+    threadpool_limits = None
 
 from toy_checks import as_count, as_path, check_params, check_seed, is_number, shown_value
 from toy_model import cross_entropy, forward, generate, tree_map
@@ -306,6 +315,42 @@ def fast_loss_and_grads(ids, targets, params, n_head):
     return loss, {name: grads[name] for name in params}      # in params' own order
 
 
+def halves_loss_and_grads(ids, targets, params, n_head, pool=None):
+    """fast_loss_and_grads of the batch, computed as its two halves (the first B // 2
+    windows, then the rest) and put together: the loss and every gradient are means over
+    the batch's characters, so the whole batch's are the halves' weighted by their sizes.
+    With pool (from training_threads) the two halves run at the same time, one per core:
+    numpy lets go of Python's lock while it computes. Without it, one after the other, to
+    the same numbers."""
+    ids, targets = np.asarray(ids), np.asarray(targets)
+    if ids.ndim != 2 or len(ids) < 2:
+        raise ValueError("tx.halves_loss_and_grads takes a batch [B, n] of at least 2 windows.")
+    half = len(ids) // 2
+    first, second = (ids[:half], targets[:half]), (ids[half:], targets[half:])
+    if pool is None:
+        loss_a, grads_a = fast_loss_and_grads(*first, params, n_head)
+        loss_b, grads_b = fast_loss_and_grads(*second, params, n_head)
+    else:                                                   # the pool's thread takes the first
+        future = pool.submit(fast_loss_and_grads, *first, params, n_head)
+        loss_b, grads_b = fast_loss_and_grads(*second, params, n_head)
+        loss_a, grads_a = future.result()
+    a, b = half / len(ids), (len(ids) - half) / len(ids)    # each half's share of the characters
+    return a * loss_a + b * loss_b, tree_map(lambda u, v: a * u + b * v, grads_a, grads_b)
+
+
+@contextmanager
+def training_threads():
+    """Inside it: a pool with one thread for halves_loss_and_grads's first half, and the
+    matrix library held to one thread per call, so that the two halves share the two cores
+    instead of four threads fighting over them. None (one after the other) where there is
+    one core, no threads (the browser edition) or no threadpoolctl."""
+    if threadpool_limits is None or sys.platform == "emscripten" or (os.cpu_count() or 1) < 2:
+        yield None
+        return
+    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(1) as pool:
+        yield pool
+
+
 def keep_freed_memory():
     """Ask the C library to keep the memory numpy frees, for its next arrays (glibc, as on
     Linux; elsewhere nothing changes). Returns whether it took the request.
@@ -367,8 +412,8 @@ def train_chars(seed=CHAR_SEED, steps=None, every=50, callback=None, sample_ever
 
 
 def adam_run(batches, params, steps, lr, warmup, n_head, callback, record):
-    """Adam with a warm-up and a cosine to a tenth: fast_loss_and_grads (tt.loss_and_grads's
-    numbers, sooner), tt.learning_rate and tt.adam_step, step after step, as
+    """Adam with a warm-up and a cosine to a tenth: halves_loss_and_grads (tt.loss_and_grads's
+    numbers, sooner, on both cores), tt.learning_rate and tt.adam_step, step after step, as
     tt.train_batches runs them, with the learning rate
     passed on as a Python float, so that float32 weights stay float32 (numpy 2 turns
     float32 times a numpy float64 into float64, twice the time). Returns (params, the loss
@@ -380,18 +425,19 @@ def adam_run(batches, params, steps, lr, warmup, n_head, callback, record):
                          "(a function of step and loss) and a dict to record the weights in.")
     steps, warmup = as_count(steps, "steps", high=100_000), as_count(warmup, "warmup", low=0)
     state, history = None, []
-    for step in range(steps + 1):
-        ids, targets = batches(step)
-        loss, grads = fast_loss_and_grads(ids, targets, params, n_head)
-        if not np.isfinite(loss):
-            raise ValueError(f"Training diverged at step {step}: the loss is {loss}.")
-        history.append(loss)
-        record["params"] = params
-        callback(step, loss)
-        if step == steps:
-            return params, history
-        rate = float(learning_rate(step, lr, steps, warmup, decay=True))
-        params, state = adam_step(params, grads, state, rate)
+    with training_threads() as pool:
+        for step in range(steps + 1):
+            ids, targets = batches(step)
+            loss, grads = halves_loss_and_grads(ids, targets, params, n_head, pool)
+            if not np.isfinite(loss):
+                raise ValueError(f"Training diverged at step {step}: the loss is {loss}.")
+            history.append(loss)
+            record["params"] = params
+            callback(step, loss)
+            if step == steps:
+                return params, history
+            rate = float(learning_rate(step, lr, steps, warmup, decay=True))
+            params, state = adam_step(params, grads, state, rate)
 
 
 # --- Generation: the course's one loop, with the context cropped ---------------------------

@@ -129,6 +129,12 @@ def lab11_table(repeats, threads, keep, rounds=5):
     state = {"np": (params, None)}
 
     def timed(step):
+        if step in (halves_step,):                      # its threads, for these steps only
+            with tx.training_threads() as state["pool"]:
+                return timed_steps(step)
+        return timed_steps(step)
+
+    def timed_steps(step):
         times = []
         for _ in range(repeats):
             start = time.perf_counter()
@@ -146,8 +152,14 @@ def lab11_table(repeats, threads, keep, rounds=5):
         _, grads = tx.fast_loss_and_grads(x, y, p, n_head)
         state["fast"] = tt.adam_step(p, grads, s, 1e-3)
 
-    state["fast"] = (params, None)
-    contenders = {"numpy, lab 11's step (tx.fast_loss_and_grads)": fast_step,
+    def halves_step():
+        p, s = state["halves"]
+        _, grads = tx.halves_loss_and_grads(x, y, p, n_head, state["pool"])
+        state["halves"] = tt.adam_step(p, grads, s, 1e-3)
+
+    state["fast"] = state["halves"] = (params, None)
+    contenders = {"numpy, lab 11's step (tx.halves_loss_and_grads, both cores)": halves_step,
+                  "numpy, lab 11's step unsplit (tx.fast_loss_and_grads)": fast_step,
                   "numpy, lab 08's functions (tt.loss_and_grads)": numpy_step}
     first = [f"numpy {tt.loss_and_grads(x, y, params, n_head)[0]:.6f}",
              f"fast {tx.fast_loss_and_grads(x, y, params, n_head)[0]:.6f}"]
@@ -192,8 +204,8 @@ def lab11_table(repeats, threads, keep, rounds=5):
              f"{recipe['steps'] * np.median(t):.0f}"] for name, t in figures.items()]
     print(table(rows, ["step", "ms/step", "rounds", f"s for {recipe['steps']} steps"]))
     names = list(figures)
-    for mine in names[:2]:
-        for theirs in names[2:]:
+    for mine in names[:3]:
+        for theirs in names[3:]:
             ratio = np.array(figures[mine]) / np.array(figures[theirs])
             print(f"   {mine.split(' (')[0]} / {theirs.split(' (')[0]}: {np.median(ratio):.2f} "
                   f"(rounds {ratio.min():.2f}-{ratio.max():.2f})")

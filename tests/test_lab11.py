@@ -60,6 +60,7 @@ def test_a_character_outside_the_vocabulary_gets_one_sentence_naming_it():
     (lambda: tx.adam_run(None, {}, 10, 1e-3, 1, 4, print, {}), "tx.adam_run takes"),
     (lambda: tx.adam_run(lambda s: None, {}, 10, -1, 1, 4, print, {}), "tx.adam_run takes"),
     (lambda: tx.fast_loss_and_grads([1, 2], [2, 3], tx.new_char_model(0), 4), "tx.fast_loss_and_grads takes"),
+    (lambda: tx.halves_loss_and_grads([[1, 2]], [[2, 3]], tx.new_char_model(0), 4), "tx.halves_loss_and_grads takes"),
     (lambda: tx.fast_loss_and_grads([[1, 2]], [[2, -1]], tx.new_char_model(0), 4), "tx.fast_loss_and_grads takes"),
     (lambda: tx.fast_loss_and_grads([[1, 2]], [[2, 3]], tm.tie(tx.new_char_model(0)), 4), "tx.fast_loss_and_grads takes"),
 ])
@@ -91,6 +92,23 @@ def test_the_fast_step_gives_lab_08s_loss_and_gradients(n_layer, n_head, dtype):
         mine, ref = tm.get_weight(fast, name), tm.get_weight(grads, name)
         assert mine.dtype == ref.dtype == dtype and mine.shape == ref.shape, name
         assert np.abs(mine - ref).max() <= tol * 10 * np.abs(ref).max(), name
+
+
+def test_the_halves_on_two_threads_give_the_whole_batchs_step():
+    import toy_train as tt
+    params = tm.tree_map(lambda w: np.asarray(w, np.float64), tt.init_params(
+        4, d=16, d_mlp=24, n_layer=2, n_vocab=tx.N_CHARS, n_ctx=10, std=0.3))
+    ids, targets = np.random.default_rng(5).integers(0, tx.N_CHARS, (2, 7, 10))  # 7: unequal halves
+    loss, grads = tt.loss_and_grads(ids, targets, params, 2)
+    with tx.training_threads() as pool:
+        assert (pool is None) is (tx.threadpool_limits is None)
+        threaded = tx.halves_loss_and_grads(ids, targets, params, 2, pool)
+    alone = tx.halves_loss_and_grads(ids, targets, params, 2)
+    assert threaded[0] == alone[0] and abs(alone[0] - loss) <= 1e-12 * loss
+    for name in tm.weight_names(grads):
+        one, two = tm.get_weight(threaded[1], name), tm.get_weight(alone[1], name)
+        assert np.array_equal(one, two), name               # the same numbers, thread or not
+        assert np.allclose(two, tm.get_weight(grads, name), rtol=0, atol=1e-12), name
 
 
 def test_keeping_freed_memory_changes_no_number():
