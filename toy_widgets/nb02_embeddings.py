@@ -93,8 +93,9 @@ choice_exercise(
         "is on position 1, and both texts start with `the` there; positions 2 to 5 add nothing, so "
         "the moved tokens get the same rows of X wherever they stand. Both texts are then the same "
         f"rows `{' '.join(token_name(i) for i in sorted(set(encode(_SWAP[0])), key=encode(_SWAP[0]).index))}` "
-        "in two orders, both ending in `␣the`. The last row looks at every row; scores and weights "
-        "travel with their rows, so a weighted sum cannot tell the orders apart.\n\n"
+        "in two orders, both ending in `␣the`. The last row looks at every row, and it gives each "
+        "row the same score, and so the same weight, wherever that row stands; a weighted sum adds "
+        "the same products in another order, so it cannot tell the orders apart.\n\n"
         "A real model learns a distinct row for every position, so it can. Swapping the first two "
         "tokens, as the notebook did, moves the start-of-text mark and changes the toy's prediction "
         "a little."))
