@@ -307,7 +307,7 @@ def test_10_3_a_right_function_passes_and_each_typical_mistake_gets_its_hint():
 
 def test_10_4_the_right_reason_and_a_hint_for_each_other():
     spec = tw.EXERCISES["10.4"]
-    assert spec["answer"].startswith("Yes") and "block 1's head writes" in spec["answer"]
+    assert spec["answer"].startswith("Yes") and "key could then carry the id before it" in spec["answer"]
     assert tw.answer_choice("10.4", spec["answer"]) == (True, "Right.")
     for option in spec["options"]:
         if option != spec["answer"]:

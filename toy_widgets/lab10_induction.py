@@ -107,8 +107,8 @@ def _loss_axes(ax, steps, title):
 
 def sweep_curves(sweep):
     """The stored sweep's second-copy loss for every seed: two blocks on the lab's batches in
-    colour (the seeds whose held-out loss ends below 0.1 in orange, the others in vermilion),
-    one block in grey. A static picture."""
+    colour (the seeds whose held-out loss ends below 0.1 in orange, the others in vermilion,
+    keyed only when there are any), one block in grey. A static picture."""
     fits = isinstance(sweep, dict) and isinstance(sweep.get("runs"), list) and sweep["runs"] \
         and all(isinstance(r, dict) and {"setting", "steps", "second"} <= r.keys() for r in sweep["runs"])
     if not fits:
@@ -118,16 +118,19 @@ def sweep_curves(sweep):
                                "Second copy's loss, ten seeds each")
     first.remove()
     second.remove()
+    late = False                          # a two-block seed not yet below 0.1 at the end
     for r in sweep["runs"]:
         if r["setting"] == "one block":
             ax.plot(r["steps"], r["second"], color=GREY, linewidth=1.2)
         elif r["setting"] == "two blocks":
-            ax.plot(r["steps"], r["second"], linewidth=1.6,
-                    color=ORANGE if r.get("final_second", r["second"][-1]) < 0.1 else VERMILION)
-    ax.legend(handles=[ax.lines[0], ax.lines[1], Patch(color=ORANGE), Patch(color=VERMILION),
-                       Patch(color=GREY)],
-              labels=[ax.lines[0].get_label(), ax.lines[1].get_label(), "two blocks, copying",
-                      "two blocks, not yet", "one block"], loc="lower left", fontsize=8)
+            copies = r.get("final_second", r["second"][-1]) < 0.1
+            late = late or not copies
+            ax.plot(r["steps"], r["second"], linewidth=1.6, color=ORANGE if copies else VERMILION)
+    keys = [(ax.lines[0], ax.lines[0].get_label()), (ax.lines[1], ax.lines[1].get_label()),
+            (Patch(color=ORANGE), "two blocks, copying")]
+    keys += [(Patch(color=VERMILION), "two blocks, not yet")] if late else []   # no key for no line
+    keys += [(Patch(color=GREY), "one block")]
+    ax.legend(handles=[h for h, _ in keys], labels=[t for _, t in keys], loc="lower left", fontsize=8)
     static(fig)
 
 
@@ -597,9 +600,8 @@ code_exercise(
     return float(weights[..., i, i - 1].mean())  # every row's weight on the position before''')
 
 
-_WHY_RIGHT = ("Yes: the key at the position after the earlier copy could then say which id came "
-              "before it, what block 1's head writes in the two-block model, so one head could "
-              "match its query against it.")
+_WHY_RIGHT = ("Yes: each position's key could then carry the id before it, so one head could look "
+              "for the key whose previous id is the current one, and copy the id found there.")
 _WHY = [
     "No: one attention-only block can never copy, whatever each position holds.",
     "No: the causal mask hides the first copy from the positions of the second.",
