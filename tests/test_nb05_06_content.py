@@ -249,8 +249,11 @@ def test_06_loss_from_the_logits_needs_only_that_p_underflows_to_0():
     assert np.exp(-1000.0) == 0 and np.exp(np.float32(-1000)) == 0
     with np.errstate(divide="ignore"):
         assert -np.log(np.exp(-1000.0)) == np.inf
-    cell = next(m for m in markdown_cells(NB06) if m.startswith("### The loss straight from the logits"))
+    cells = markdown_cells(NB06)
+    start = next(i for i, m in enumerate(cells) if m.startswith("### The loss straight from the logits"))
+    cell = "\n".join(cells[start:start + 2])      # the formula, then what floating point does to it
     assert "subnormal" not in cell and "10⁻" not in cell
+    assert "**floating point**" in cells[start + 1], "floating point is said where the loss needs it"
     assert "a p as small as e^(−1000) is below every positive number" in re.sub(r"\s+", " ", cell)
 
 
