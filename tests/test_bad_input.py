@@ -634,3 +634,132 @@ def test_widget_builders_take_junk(module, name, fn, toy_lab):
             import matplotlib.pyplot as plt
             plt.close("all")
     run()
+
+
+# --- What a learner writes into the weights, and types into the widgets ----------------------
+
+def test_the_weights_refuse_every_change_and_a_copy_is_ordinary():
+    """The tree (dicts, lists, the vocabulary) refuses every change in the course's one
+    sentence; numpy refuses every write into an array (it lies over immutable bytes);
+    copies and results are ordinary writable arrays; the model still gives its p."""
+    import copy
+    import pickle
+    p_roof = tm.intermediates(SENTENCE)["p"][-1][tm.VOCAB.index(" roof")]
+    p, blk, W = tm.PARAMS, tm.PARAMS["blocks"][0], tm.PARAMS["wte"]
+    tree_changes = [lambda: p.__setitem__("w_u", 1), lambda: p.__delitem__("w_u"), lambda: p.update(w_u=1),
+                    lambda: p.pop("w_u"), p.popitem, p.clear, lambda: p.setdefault("x", 1),
+                    lambda: p.__ior__({"w_u": 1}), lambda: blk.__setitem__("ln_1", {}),
+                    lambda: blk["mlp"]["c_fc"].update(w=0), lambda: p["blocks"].append(blk),
+                    lambda: p["blocks"].extend([blk]), lambda: p["blocks"].insert(0, blk),
+                    lambda: p["blocks"].remove(blk), p["blocks"].pop, p["blocks"].clear,
+                    lambda: p["blocks"].sort(key=id), p["blocks"].reverse,
+                    lambda: p["blocks"].__setitem__(0, {}), lambda: p["blocks"].__delitem__(0),
+                    lambda: p["blocks"].__iadd__([blk]), lambda: p["blocks"].__imul__(2),
+                    lambda: tm.VOCAB.append(" bird"), lambda: tm.VOCAB.__setitem__(2, " bird")]
+    for change in tree_changes:
+        with pytest.raises(ValueError) as info:
+            change()
+        assert str(info.value) == toy_checks.READ_ONLY_SENTENCE
+    writes = [lambda: W.__setitem__((0, 0), 5), lambda: W[0].__setitem__(0, 5), lambda: W.T.__setitem__((0, 0), 5),
+              lambda: W.__iadd__(1), lambda: W[0].__imul__(2), lambda: np.add(W, 1, out=W),
+              lambda: np.add.at(W, 0, 1), lambda: np.copyto(W, 0), lambda: setattr(W.flags, "writeable", True),
+              lambda: W.setflags(write=True), lambda: W.view(np.ndarray).setflags(write=True),
+              lambda: np.asarray(W).__setitem__((0, 0), 5), lambda: W.fill(0), lambda: W[0].sort(),
+              lambda: W.put(0, 1), lambda: W.base.setflags(write=True)]
+    for write in writes:
+        with pytest.raises(ValueError, match="read-only|WRITEABLE"):
+            write()
+    for mine in (tm.copy_params(), copy.deepcopy(p), pickle.loads(pickle.dumps(p))):
+        assert type(mine) is dict and type(mine["blocks"]) is list
+        mine["blocks"].append(mine["blocks"][0])
+        mine["wte"][0, 0] = 5
+    for result in (W + 1, W[[1, 2]], W.copy(), W @ p["w_u"], np.exp(W)):
+        assert type(result) is np.ndarray and result.flags.writeable
+    assert repr(p) == repr(copy.deepcopy(p))                   # prints as a plain dict
+    assert tm.intermediates(SENTENCE)["p"][-1][tm.VOCAB.index(" roof")] == p_roof and "w_u" in p
+
+
+@pytest.mark.parametrize("attribute, value", [("shape", (48,)), ("shape", (4, 12)), ("dtype", np.int64)])
+def test_a_weight_reshaped_in_place_gets_a_sentence_not_a_wrong_answer(attribute, value):
+    """numpy lets W.shape and W.dtype be set in place: the next forward pass names the weight."""
+    W = tm.PARAMS["wte"]
+    before = getattr(W, attribute)
+    setattr(W, attribute, value)
+    try:
+        with pytest.raises(ValueError, match=r"The weight '\w+' has shape"):
+            tm.intermediates(SENTENCE)
+    finally:
+        setattr(W, attribute, before)
+
+
+def test_sample_takes_float32_rows_and_the_pieces_take_lists():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        z = rng.normal(0, 3, 50257)
+        assert 0 <= tm.sample((np.exp(z - z.max()) / np.exp(z - z.max()).sum()).astype(np.float32), 0) < 50257
+    assert tm.sample(np.array([0.5, 0.500001], np.float32), 1) in (0, 1)
+    assert np.allclose(tm.layer_norm([0, 2, 2, 8], 1, 0), tm.layer_norm(np.array([0.0, 2, 2, 8]), 1, 0))
+    q = [[1.0, 0.0], [0.0, 1.0]]
+    assert np.allclose(tm.attention(q, q, q), tm.attention(np.array(q), np.array(q), np.array(q)))
+    assert tm.layer_norm(np.ones((2, 4), np.float32), 1, 0).dtype == np.float32
+
+
+def test_a_widget_builder_answers_a_wrong_text_in_one_sentence():
+    for name in ["tokenizer_widget", "embedding_scatter", "query_picker", "mask_and_heads", "block_branches",
+                 "logit_playground", "logit_shift", "attention_switch", "tying_switch",
+                 "temperature_explorer", "generation_stepper"]:
+        for junk in [None, 5, "", "the cat jumped", "the " * 20, [0, 1, 2], b"the", np.array([1, 2])]:
+            if name == "tokenizer_widget" and isinstance(junk, str):
+                continue                            # any text: the widget says what it cannot cover
+            with pytest.raises(ValueError) as info:
+                getattr(tw, name)(junk)
+            assert course_sentence(str(info.value), None) and "trait" not in str(info.value), (name, junk)
+
+
+def test_the_steppers_seed_box_and_the_explorers_temperature_read_any_number():
+    from widget_tools import text, walk
+    import ipywidgets as widgets
+    root = tw.generation_stepper(SENTENCE)
+    box = next(w for w in walk(root) if isinstance(w, widgets.Text) and w.description == "seed")
+    for bad, sentence in [(str(2**63), f"The seed must be a whole number from 0 to 2**63 - 1, not {2**63}."),
+                          ("-1", "The seed must be a whole number from 0 to 2**63 - 1, not -1."),
+                          ("1" * 5000, "'111111111111111111111...' is too large: type an ordinary finite number."),
+                          ("1.5", "'1.5' is not a whole number: type the seed as a whole number, such as 7.")]:
+        box.value = bad
+        assert text(root.children[-3]) == sentence, bad            # the message area
+    box.value = str(2**63 - 1)                                     # exact: not rounded through a float
+    assert text(root.children[-3]) == "" and root.state.seed == 2**63 - 1
+    root = tw.temperature_explorer(SENTENCE)
+    box = next(w for w in walk(root) if isinstance(w, widgets.FloatText) and w.description == "exact T")
+    for value, shown in ((1e-300, "T = 1e-300"), (1e300, "T = 1e+300"), (0.5, "T = 0.5")):
+        box.value = value
+        lines = [text(w) for w in walk(root) if isinstance(w, widgets.HTML) and "T = " in text(w)]
+        assert any(shown + "," in line or shown + " " in line or line.endswith(shown) for line in lines)
+        assert all(len(line) < 400 for line in lines)
+
+
+# Every box a number is typed into reads it with one parser, so the same bad text gets the
+# same sentence in each; {as} is where a widget names its number ("the logit as ").
+TYPED_SENTENCES = [
+    ("abc", "'abc' is not a number: type {as}a decimal number such as 0.25, or a fraction such as 3/4."),
+    ("nan", "'nan' is not a number: type {as}a decimal number such as 0.25, or a fraction such as 3/4."),
+    ("1_0", "'1_0' is not a number: type {as}a decimal number such as 0.25, or a fraction such as 3/4."),
+    ("0x1f", "'0x1f' is not a number: type {as}a decimal number such as 0.25, or a fraction such as 3/4."),
+    ("0,811", "'0,811': use a point for decimals (0.811) and commas only between groups of three digits (7,000)."),
+    ("7,00", "'7,00': use a point for decimals (0.811) and commas only between groups of three digits (7,000)."),
+    ("1/0", "'1/0' divides by 0: a fraction needs a denominator other than 0."),
+]
+
+
+def test_the_same_bad_number_gets_the_same_sentence_in_every_box():
+    from widget_tools import text, walk
+    import ipywidgets as widgets
+    for typed, sentence in TYPED_SENTENCES:
+        assert tw.exercise("06.3").try_answer(typed) == sentence.format(**{"as": ""})
+    for build, what in ((tw.logit_playground, "logit"), (tw.logit_shift, "constant c")):
+        root = build()
+        box = next(w for w in walk(root) if type(w) is widgets.Text and "type" in w.placeholder)
+        for typed, sentence in TYPED_SENTENCES:
+            box.value = typed
+            said = [text(w) for w in walk(root) if isinstance(w, widgets.HTML) and text(w).startswith(f"'{typed}'")]
+            assert said == [sentence.format(**{"as": f"the {what} as "})], (build.__name__, typed)
