@@ -182,18 +182,7 @@ def test_find_gpt2_reads_the_environment_variable(tmp_path, monkeypatch):
     assert tg.find_gpt2(tmp_path / "nothing")[0] is None
 
 
-def test_gpt2_small_has_124_million_parameters():
-    shapes = {"wte": (50257, 768), "wpe": (1024, 768)}
-    params = {k: np.empty(s, np.float32) for k, s in shapes.items()}
-    params["blocks"] = [{"ln_1": {"g": np.empty(768), "b": np.empty(768)},
-                         "attn": {"c_attn": {"w": np.empty((768, 2304)), "b": np.empty(2304)},
-                                  "c_proj": {"w": np.empty((768, 768)), "b": np.empty(768)}},
-                         "ln_2": {"g": np.empty(768), "b": np.empty(768)},
-                         "mlp": {"c_fc": {"w": np.empty((768, 3072)), "b": np.empty(3072)},
-                                 "c_proj": {"w": np.empty((3072, 768)), "b": np.empty(768)}}}
-                        for _ in range(12)]
-    params["ln_f"] = {"g": np.empty(768), "b": np.empty(768)}
-    assert tg.count_params(params) == 124_439_808          # tied, as GPT-2: no w_u
+# (GPT-2 small's 124,439,808 parameters: tests/test_gpt2_lab.py, on gpt2_small_shapes.)
 
 
 # --- float32 end to end, and no copies of the weights ------------------------------------
