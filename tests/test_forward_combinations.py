@@ -100,31 +100,6 @@ def test_generation_with_and_without_the_cache_follows_the_reference(n_layer, n_
             np.testing.assert_allclose(step["p"], ref.sampling_filter(z, temperature), rtol=0, atol=1e-10)
 
 
-@pytest.mark.parametrize("prompt, options", [
-    ("the cat climbed the", dict(temperature=0)),
-    ("the", dict(temperature=0)),
-    ("the", dict(temperature=1, seed=18)),
-    ("the dog", dict(temperature=1.5, top_k=4, seed=3)),
-    ("the cat", dict(temperature=0.8, top_p=0.9, seed=1)),
-])
-def test_the_cached_loop_gives_the_same_tokens_and_distributions(prompt, options):
-    plain, cached = tm.generate(prompt, **options), tm.generate(prompt, cache=True, **options)
-    assert [s["next"] for s in cached] == [s["next"] for s in plain]
-    assert [s["ids"] for s in cached] == [s["ids"] for s in plain]
-    for a, b in zip(plain, cached, strict=True):
-        assert np.allclose(a["p"], b["p"], atol=1e-12)
-
-
-def test_the_cache_runs_one_new_row_per_step():
-    """With a cache, forward on the newest token alone computes one row, equal to the full
-    run's last row, and the cache grows by one key per step."""
-    ids, cache = tm.encode("the cat climbed the roof"), []
-    assert tm.forward(ids[:-1], cache=cache).shape == (len(ids) - 1, len(tm.VOCAB))
-    row = tm.forward(ids[-1:], cache=cache)
-    assert row.shape == (1, len(tm.VOCAB)) and cache[0]["k"].shape[0] == len(ids)
-    assert np.allclose(row[-1], tm.forward(ids)[-1], atol=1e-12)
-
-
 def test_a_cache_that_does_not_fit_gets_one_sentence():
     params = random_model(0, 2, False)
     with pytest.raises(ValueError, match="does not fit these 2 block"):

@@ -1,7 +1,6 @@
-"""The GPT-2 lab's code: checkpoints in and out, the byte-level BPE, float32, the KV cache.
+"""The GPT-2 lab's code: checkpoints in and out, the toy's byte-level BPE, float32, the KV cache.
 
-No test downloads anything: the checkpoints are written here, in Hugging Face's naming, and
-the BPE is compared with the `tokenizers` library on a vocabulary trained here.
+No test downloads anything: the checkpoints are written here, in Hugging Face's naming.
 """
 import json
 import tracemalloc
@@ -183,18 +182,7 @@ def test_find_gpt2_reads_the_environment_variable(tmp_path, monkeypatch):
     assert tg.find_gpt2(tmp_path / "nothing")[0] is None
 
 
-def test_gpt2_small_has_124_million_parameters():
-    shapes = {"wte": (50257, 768), "wpe": (1024, 768)}
-    params = {k: np.empty(s, np.float32) for k, s in shapes.items()}
-    params["blocks"] = [{"ln_1": {"g": np.empty(768), "b": np.empty(768)},
-                         "attn": {"c_attn": {"w": np.empty((768, 2304)), "b": np.empty(2304)},
-                                  "c_proj": {"w": np.empty((768, 768)), "b": np.empty(768)}},
-                         "ln_2": {"g": np.empty(768), "b": np.empty(768)},
-                         "mlp": {"c_fc": {"w": np.empty((768, 3072)), "b": np.empty(3072)},
-                                 "c_proj": {"w": np.empty((3072, 768)), "b": np.empty(768)}}}
-                        for _ in range(12)]
-    params["ln_f"] = {"g": np.empty(768), "b": np.empty(768)}
-    assert tg.count_params(params) == 124_439_808          # tied, as GPT-2: no w_u
+# (GPT-2 small's 124,439,808 parameters: tests/test_gpt2_lab.py, on gpt2_small_shapes.)
 
 
 # --- float32 end to end, and no copies of the weights ------------------------------------
@@ -253,82 +241,7 @@ def test_generation_stops_at_max_new_and_at_a_full_context():
         assert len(tm.generate([1, 2], 1, params=params, n_head=2, max_new=50, eot=None, cache=cache)) == 7
 
 
-# --- The byte-level BPE against the tokenizers library ------------------------------------
-
-CORPUS = [
-    "The cat climbed the roof. The dog didn't; it's 3 o'clock and they'll sleep.",
-    "We've 12 cats, 345 dogs and 6789 birds!! I'm sure you'd like them.",
-    "Café au lait, naïve résumé, Zürich, São Paulo, Ærøskøbing, déjà vu.",
-    "Emoji: 🙂🙂 🐈 on the 🏠, and 👍🏽 for the cat.",
-    "Tabs\tand\t\tnewlines\n\nand   runs of    spaces.",
-    "Ελληνικά, русский, 日本語のテキスト, 한국어, עברית, العربية.",
-    "x² + y² = z², ½ cup, Ⅻ o'clock, ① ② ③; 一二三.",
-] * 20
-
-TEXTS = [
-    "the cat climbed the",
-    "The cat's toy isn't here; we're sure they've gone, I'm told, you'll see, he'd know.",
-    "In 2024 there were 1234567 cats and 89 dogs: 3.14159, -42, 1e10.",
-    "  leading spaces,   runs of    spaces   and trailing spaces   ",
-    "tabs\tbetween\t\twords\nand newlines\n\n\nand\r\nwindows ends",
-    "Café naïve résumé Zürich déjà vu crème brûlée",
-    "emoji 🙂 🐈🐈 👍🏽 🏳️‍🌈 and a cat",
-    "Ελληνικά русский 日本語 한국어 x² ½ Ⅻ ① 一二三",
-    "odd spaces:\u00a0no-break,\u3000ideographic,\u2009thin\u2028line\x1cfile separator",
-    "<|endoftext|>a new text<|endoftext|>",
-    "'s 't 're 've 'm 'll 'd 'S 'RE ''",
-    "",
-]
-
-
-@pytest.fixture(scope="module")
-def trained_bpe(tmp_path_factory):
-    """A byte-level BPE trained here by `tokenizers` (a test dependency), saved as GPT-2's
-    vocab.json and merges.txt."""
-    tokenizers = pytest.importorskip("tokenizers")
-    from tokenizers import decoders, models, pre_tokenizers, trainers
-    tok = tokenizers.Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=["<|endoftext|>"], show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(CORPUS, trainer)
-    folder = tmp_path_factory.mktemp("bpe")
-    tok.model.save(str(folder))
-    vocab, merges = tg.read_bpe(folder)
-    assert len(merges) > 200                            # the corpus taught it real merges
-    return tok, vocab, merges
-
-
-@pytest.mark.parametrize("text", TEXTS)
-def test_bpe_gives_the_ids_tokenizers_gives(trained_bpe, text):
-    tok, vocab, merges = trained_bpe
-    encode, decode = tg.bpe_tokenizer(vocab, merges)
-    assert encode(text) == tok.encode(text).ids
-    assert decode(encode(text)) == text
-
-
-def test_pre_split_cuts_where_tokenizers_cuts():
-    """Random text over many kinds of characters: letters, digits and numbers of other
-    scripts, spaces of several kinds, apostrophes, punctuation, emoji, combining marks."""
-    from tokenizers import pre_tokenizers
-    split = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    alphabet = list("aZ09 '.,!\t\n\r") + ["s", "t", "ll", "ve", "é", "ß", "²", "½", "Ⅻ", "一", "٣",
-                                          "\u00a0", "\u3000", "\u2028", "\x1c", "\x85", "🙂", "\u0301",
-                                          "ǅ", "ʰ", "_", "€"]
-    rng = np.random.default_rng(12)
-    for _ in range(300):
-        text = "".join(rng.choice(alphabet, rng.integers(1, 25)))
-        ours = ["".join(tg.BYTE_TO_CHAR[b] for b in w.encode()) for w in tg.pre_split(text)]
-        assert ours == [w for w, _ in split.pre_tokenize_str(text)], repr(text)
-
-
-def test_pre_split_matches_gpt2s_own_pattern_when_regex_is_installed():
-    regex = pytest.importorskip("regex")
-    pattern = regex.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
-    for text in TEXTS:
-        assert tg.pre_split(text) == pattern.findall(text)
-
+# --- The byte-level BPE (against `tokenizers`: tests/test_gpt2_tokenizer.py) -------------
 
 def test_the_byte_table_is_gpt2s():
     table = tg.bytes_to_unicode()
@@ -337,33 +250,15 @@ def test_the_byte_table_is_gpt2s():
     assert all(c.isprintable() and not c.isspace() for c in table.values())
 
 
-@pytest.mark.parametrize("text", ["the cat climbed the", "edthe", " the sofa.<|endoftext|>the floor"])
-def test_the_toys_bpe_cuts_like_the_toy(text):
+def test_the_toys_bpe_cuts_toy_texts_like_the_toy():
     encode, decode = tg.bpe_tokenizer(*tg.toy_bpe())
-    assert encode(text) == tm.encode(text) and decode(encode(text)) == text
-
-
-def test_the_toys_bpe_cuts_random_toy_texts_like_the_toy():
-    encode, _ = tg.bpe_tokenizer(*tg.toy_bpe())
     rng = np.random.default_rng(13)
-    for _ in range(300):
-        text = "".join(tm.VOCAB[i] for i in rng.integers(0, 12, rng.integers(1, 9)))
-        assert encode(text) == tm.encode(text), repr(text)
-
-
-def test_bpe_merges_by_rank_not_by_position():
-    ranks = {("b", "c"): 0, ("a", "b"): 1, ("a", "bc"): 2}
-    steps = []
-    assert tg.bpe("abc", ranks, steps) == ["abc"]
-    assert steps == [["a", "bc"], ["abc"]]
-
-
-def test_text_outside_a_small_vocabulary_gets_one_sentence():
-    encode, decode = tg.bpe_tokenizer(*tg.toy_bpe())
+    texts = ["edthe", " the sofa.<|endoftext|>the floor"]
+    texts += ["".join(tm.VOCAB[i] for i in rng.integers(0, 12, rng.integers(1, 9))) for _ in range(300)]
+    for text in texts:
+        assert encode(text) == tm.encode(text) and decode(encode(text)) == text, repr(text)
     with pytest.raises(ValueError, match="cannot cover '␣jumped'"):
         encode("the cat jumped")
-    with pytest.raises(ValueError, match="ids run from 0 to 11"):
-        decode([3, 12])
 
 
 # --- The lab's attention widget -----------------------------------------------------------

@@ -95,55 +95,75 @@ def test_a_read_only_folder_gets_one_sentence(tmp_path, monkeypatch):
         tg.save_gpt2(tmp_path / "new")
 
 
-# --- Loading ----------------------------------------------------------------------------
+# --- Loading: each way a folder can be wrong, and its sentence --------------------------------
 
-def rewrite_config(folder, change):
-    config = json.loads((folder / "config.json").read_text())
-    config = change(config)
-    (folder / "config.json").write_text(json.dumps(config))
+def config_change(change):
+    def edit(folder):
+        config = json.loads((folder / "config.json").read_text())
+        (folder / "config.json").write_text(json.dumps(change(config)))
+    return edit
 
 
-@pytest.mark.parametrize("content, sentence", [
-    (b"", "not a readable safetensors file"),
-    (b"this is text, not weights", "not a readable safetensors file"),
-], ids=["empty", "text"])
-def test_an_unreadable_weights_file_gets_one_sentence(saved, content, sentence):
-    (saved / "model.safetensors").write_bytes(content)
+def weights_change(change):
+    def edit(folder):
+        from safetensors.numpy import load_file, save_file
+        stored = load_file(folder / "model.safetensors")
+        change(stored)
+        save_file(stored, folder / "model.safetensors")
+    return edit
+
+
+def write(name, content):
+    return lambda folder: (folder / name).write_bytes(content if isinstance(content, bytes) else content.encode())
+
+
+def halve(folder):
+    data = (folder / "model.safetensors").read_bytes()
+    (folder / "model.safetensors").write_bytes(data[: len(data) // 2])
+
+
+def transpose_linear(stored):
+    """A checkpoint in [outputs, inputs] order would transpose the square weights silently."""
+    for name in list(stored):
+        if name.endswith(("c_attn.weight", "c_proj.weight", "c_fc.weight")):
+            stored[name] = np.ascontiguousarray(stored[name].T)
+
+
+def cut_c_fc(stored):
+    stored["transformer.h.0.mlp.c_fc.weight"] = stored["transformer.h.0.mlp.c_fc.weight"][:, :6]
+
+
+BROKEN = {
+    "empty weights": (write("model.safetensors", b""), "not a readable safetensors file"),
+    "text weights": (write("model.safetensors", b"this is text, not weights"), "not a readable safetensors file"),
+    "truncated weights": (halve, "not a readable safetensors file"),
+    "list": (config_change(lambda c: [c]), "one JSON object"),
+    "no n_layer": (config_change(lambda c: {k: v for k, v in c.items() if k != "n_layer"}), "n_layer as a whole number"),
+    "no n_head": (config_change(lambda c: {k: v for k, v in c.items() if k != "n_head"}), "n_head as a whole number"),
+    "n_layer 0": (config_change(lambda c: c | {"n_layer": 0}), "n_layer as a whole number of at least 1, not 0"),
+    "n_layer -1": (config_change(lambda c: c | {"n_layer": -1}), "n_layer as a whole number of at least 1, not -1"),
+    "n_layer too many": (config_change(lambda c: c | {"n_layer": 2}), "no weight 'h.1.ln_1.weight'"),
+    "n_head": (config_change(lambda c: c | {"n_head": 3}), "does not divide n_embd"),
+    "n_embd": (config_change(lambda c: c | {"n_embd": 8}), "shape"),
+    "unscaled": (config_change(lambda c: c | {"scale_attn_weights": False}), "square root of d_head"),
+    "layer-scaled": (config_change(lambda c: c | {"scale_attn_by_inverse_layer_idx": True}), "layer's number"),
+    "relu": (config_change(lambda c: c | {"activation_function": "relu"}), "activation"),
+    "epsilon": (config_change(lambda c: c | {"layer_norm_epsilon": 1e-6}), "epsilon"),
+    "not json": (write("config.json", "{n_layer: 1"), "config.json is not readable JSON"),
+    "wrong shape": (weights_change(cut_c_fc), r"'h.0.mlp.c_fc.weight' has shape \(4, 6\).*\(4, 8\)"),
+    "pytorch linear": (weights_change(transpose_linear), r"\[outputs, inputs\]"),
+    "duplicate id": (write("vocab.json", json.dumps({"the": 0, " the": 0})), "gives the id 0 to more than one token"),
+    "vocab list": (write("vocab.json", json.dumps(["the"])), "map each token's text to its id"),
+    "text id": (write("vocab.json", json.dumps({"the": "0"})), "map each token's text to its id"),
+    "id too large": (write("vocab.json", json.dumps({"the": 12})), "ids up to 12, but wte has only 12 rows"),
+    "merges line": (write("merges.txt", "#version: 0.2\nt h\nthe\n"), "two pieces and a space"),
+}
+
+
+@pytest.mark.parametrize("edit, sentence", BROKEN.values(), ids=BROKEN.keys())
+def test_a_folder_that_does_not_fit_gets_one_sentence(saved, edit, sentence):
+    edit(saved)
     with pytest.raises(ValueError, match=sentence):
-        tg.load_gpt2(saved)
-
-
-def test_a_truncated_weights_file_gets_one_sentence(saved):
-    data = (saved / "model.safetensors").read_bytes()
-    (saved / "model.safetensors").write_bytes(data[: len(data) // 2])
-    with pytest.raises(ValueError, match="not a readable safetensors file"):
-        tg.load_gpt2(saved)
-
-
-@pytest.mark.parametrize("change, sentence", [
-    (lambda c: [c], "one JSON object"),
-    (lambda c: {k: v for k, v in c.items() if k != "n_layer"}, "n_layer as a whole number"),
-    (lambda c: {k: v for k, v in c.items() if k != "n_head"}, "n_head as a whole number"),
-    (lambda c: c | {"n_layer": 0}, "n_layer as a whole number of at least 1, not 0"),
-    (lambda c: c | {"n_layer": -1}, "n_layer as a whole number of at least 1, not -1"),
-    (lambda c: c | {"n_layer": 2}, "no weight 'h.1.ln_1.weight'"),
-    (lambda c: c | {"n_head": 3}, "does not divide n_embd"),
-    (lambda c: c | {"n_embd": 8}, "shape"),
-    (lambda c: c | {"scale_attn_weights": False}, "square root of d_head"),
-    (lambda c: c | {"scale_attn_by_inverse_layer_idx": True}, "layer's number"),
-    (lambda c: c | {"activation_function": "relu"}, "activation"),
-    (lambda c: c | {"layer_norm_epsilon": 1e-6}, "epsilon"),
-], ids=["list", "no n_layer", "no n_head", "n_layer 0", "n_layer -1", "n_layer too many",
-        "n_head", "n_embd", "unscaled", "layer-scaled", "relu", "epsilon"])
-def test_a_config_that_does_not_fit_gets_one_sentence(saved, change, sentence):
-    rewrite_config(saved, change)
-    with pytest.raises(ValueError, match=sentence):
-        tg.load_gpt2(saved)
-
-
-def test_a_config_that_is_not_json_gets_one_sentence(saved):
-    (saved / "config.json").write_text("{n_layer: 1")
-    with pytest.raises(ValueError, match="config.json is not readable JSON"):
         tg.load_gpt2(saved)
 
 
@@ -152,45 +172,6 @@ def test_fewer_blocks_in_the_config_than_stored_is_refused(tmp_path):
     params["blocks"] = params["blocks"] * 2
     tg.save_gpt2(tmp_path, params)
     tg.save_bpe(tmp_path, *tg.toy_bpe())
-    rewrite_config(tmp_path, lambda c: c | {"n_layer": 1})
+    config_change(lambda c: c | {"n_layer": 1})(tmp_path)
     with pytest.raises(ValueError, match="more blocks than config.json's n_layer = 1"):
         tg.load_gpt2(tmp_path)
-
-
-def test_weights_of_the_wrong_shape_are_refused_at_load(saved):
-    from safetensors.numpy import load_file, save_file
-    stored = load_file(saved / "model.safetensors")
-    stored["transformer.h.0.mlp.c_fc.weight"] = stored["transformer.h.0.mlp.c_fc.weight"][:, :6]
-    save_file(stored, saved / "model.safetensors")
-    with pytest.raises(ValueError, match=r"'h.0.mlp.c_fc.weight' has shape \(4, 6\).*\(4, 8\)"):
-        tg.load_gpt2(saved)
-
-
-def test_linear_layers_stored_as_pytorch_linear_are_refused(saved):
-    """A checkpoint in [outputs, inputs] order would transpose the square weights silently."""
-    from safetensors.numpy import load_file, save_file
-    stored = load_file(saved / "model.safetensors")
-    for name in list(stored):
-        if name.endswith(("c_attn.weight", "c_proj.weight", "c_fc.weight")):
-            stored[name] = np.ascontiguousarray(stored[name].T)
-    save_file(stored, saved / "model.safetensors")
-    with pytest.raises(ValueError, match=r"\[outputs, inputs\]"):
-        tg.load_gpt2(saved)
-
-
-@pytest.mark.parametrize("vocab, sentence", [
-    ({"the": 0, " the": 0}, "gives the id 0 to more than one token"),
-    (["the"], "map each token's text to its id"),
-    ({"the": "0"}, "map each token's text to its id"),
-    ({"the": 12}, "ids up to 12, but wte has only 12 rows"),
-], ids=["duplicate", "list", "text id", "too large"])
-def test_a_bad_vocabulary_gets_one_sentence(saved, vocab, sentence):
-    (saved / "vocab.json").write_text(json.dumps(vocab))
-    with pytest.raises(ValueError, match=sentence):
-        tg.load_gpt2(saved)
-
-
-def test_a_bad_merges_line_gets_one_sentence(saved):
-    (saved / "merges.txt").write_text("#version: 0.2\nt h\nthe\n")
-    with pytest.raises(ValueError, match="two pieces and a space"):
-        tg.load_gpt2(saved)

@@ -69,7 +69,8 @@ def test_fuzzed_text_gives_tokenizers_ids(gpt2, reference):
     encode, decode, _, _ = gpt2
     alphabet = list("aZ09 '.,!\t\n\r") + ["s", "t", "ll", "ve", "the", " cat", "é", "ß", "²", "Ⅻ", "一",
                                           "語", "\u00a0", "\u3000", "\x1c", "🙂", "\u200d", "🏽", "\u0301",
-                                          "ǅ", "_", "€", "<|endoftext|>", "     "]
+                                          "ǅ", "_", "€", "<|endoftext|>", "     ", "٣", "\x85", "ʰ", "½",
+                                          "\u2028", "'S", "'RE"]
     rng = np.random.default_rng(21)
     for _ in range(400):
         text = "".join(rng.choice(alphabet, rng.integers(1, 40)))

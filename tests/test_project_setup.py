@@ -71,33 +71,21 @@ def test_there_are_notebooks_for_nbval_to_check():
     assert sorted((REPO_ROOT / "notebooks").glob("*.ipynb")), "no notebooks/*.ipynb"
 
 
-def test_toy_model_imports_where_kernels_run(tmp_path):
-    # JupyterLab and nbval start kernels in notebooks/, not at the repository root, so
-    # toy_model must import from any folder: `pip install -r requirements.txt` installs
-    # it (editable) for them.
-    result = subprocess.run(
-        [sys.executable, "-c", "import toy_model; print(toy_model.__file__)"],
-        cwd=tmp_path, capture_output=True, text=True)
-    assert result.returncode == 0, (
-        "toy_model is not importable outside the repository root; run "
-        f"`pip install -r requirements.txt` (it has `-e .`):\n{result.stderr}")
-    assert result.stdout.strip() == str(REPO_ROOT / "toy_model.py")
-    widgets = subprocess.run(
-        [sys.executable, "-c", "import toy_widgets; print(toy_widgets.__file__)"],
-        cwd=tmp_path, capture_output=True, text=True)
-    assert widgets.stdout.strip() == str(REPO_ROOT / "toy_widgets" / "__init__.py"), widgets.stderr
-
-
-def test_the_model_imports_with_numpy_alone():
-    # toy_model.py is the model a learner reads; the plots and widgets live in the package
-    # toy_widgets/, which a notebook imports itself (import toy_widgets as tw).
+def test_toy_model_imports_where_kernels_run_with_numpy_alone(tmp_path):
+    # JupyterLab and nbval start kernels in notebooks/, not at the repository root, so the
+    # course must import from any folder (`pip install -r requirements.txt` installs it,
+    # editable). toy_model.py is the model a learner reads: it imports numpy alone; the
+    # plots and widgets live in toy_widgets/, which a notebook imports itself.
     code = ("import sys, toy_model as tm; heavy = ('matplotlib', 'ipywidgets', 'IPython', 'toy_widgets');"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy));"
-            "import toy_widgets as tw; tw.logit_playground;"
+            "print(tm.__file__); print(sorted(m for m in sys.modules if m.split('.')[0] in heavy));"
+            "import toy_widgets as tw; tw.logit_playground; print(tw.__file__);"
             "print('matplotlib' in sys.modules, 'ipywidgets' in sys.modules)")
-    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    before, after = result.stdout.splitlines()
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, (
+        "the course is not importable outside the repository root; run "
+        f"`pip install -r requirements.txt` (it has `-e .`):\n{result.stderr}")
+    model, before, widgets, after = result.stdout.splitlines()
+    assert model == str(REPO_ROOT / "toy_model.py") and widgets == str(REPO_ROOT / "toy_widgets" / "__init__.py")
     assert before == "[]", f"importing toy_model pulled in {before}"
     assert after == "True True", "importing toy_widgets did not load matplotlib and ipywidgets"
 

@@ -50,17 +50,8 @@ def test_every_gradient_of_the_toy_matches_finite_differences():
     assert_close_to_finite_differences(EXAMPLE, EXAMPLE_TARGETS, tm.PARAMS, tm.N_HEAD)
 
 
-def test_tied_weights_get_both_gradients_of_wte():
-    """Tied: wte is the embedding and the unembedding; its gradient sums both roles."""
-    params = ref.random_model(7, d=4, d_mlp=8, tied=True)
-    assert "w_u" not in params
-    assert_close_to_finite_differences([0, 5, 5, 7, 2], [5, 5, 7, 2, 11], params, 2)
-
-
-def test_a_padded_batch_matches_finite_differences():
-    ids = [[3, 1, 4, 1, 5], [2, 6, 11, 11, 11]]
-    targets = [[1, 4, 1, 5, 9], [6, 10, -1, -1, -1]]   # -1: padding, not graded
-    assert_close_to_finite_differences(ids, targets, ref.random_model(3, d=4, n_layer=1, d_mlp=8), 2)
+# (Tied weights, padded batches, any size: tests/test_training_general.py, by a central
+# difference written there.)
 
 
 # --- The loss and the batch ---------------------------------------------------------------
@@ -219,19 +210,10 @@ def test_random_initialisation_is_seeded_and_has_the_toys_layout():
     assert not np.array_equal(tt.init_params(1)["wte"], a["wte"])
 
 
-def test_the_live_curve_shows_the_run_it_trains():
-    corpus = tt.load_corpus()
-    _, history = tw.train_live(corpus, steps=30, every=10, seed=1)
-    assert history == tt.train(corpus, steps=30, seed=1)[1]
-    root = tw.train_live.panel
-    steps, losses = root.line.get_data()
-    assert list(steps) == list(range(31)) and list(losses) == history
-    assert f"loss {tw.fmt(history[0])} → {tw.fmt(history[-1])} nats" in root.progress.value
-
-
 def test_every_frame_of_the_live_curve_shows_the_losses_up_to_the_step_it_names(monkeypatch):
-    """Each picture drawn during the run, not only the last: its line holds the loss after
-    0, 1, ..., s steps, and its progress line names step s with that step's loss."""
+    """The live curve shows the run train() gives; each picture drawn during the run, not
+    only the last: its line holds the loss after 0, 1, ..., s steps, and its progress line
+    names step s with that step's loss."""
     import toy_widgets.lab08_training as lab
     frames = []
 
@@ -241,6 +223,10 @@ def test_every_frame_of_the_live_curve_shows_the_losses_up_to_the_step_it_names(
     monkeypatch.setattr(lab, "redraw", record)
     corpus = tt.load_corpus()
     _, history = tw.train_live(corpus, steps=25, every=10, seed=2)
+    assert history == tt.train(corpus, steps=25, seed=2)[1]
+    root = tw.train_live.panel
+    assert list(root.line.get_xdata()) == list(range(26))
+    assert f"loss {tw.fmt(history[0])} → {tw.fmt(history[-1])} nats" in root.progress.value
     during = frames[:-1]                                  # the last one: the finished curve
     assert [len(line) - 1 for line, _ in during] == [0, 10, 20, 25]
     for line, progress in during:
@@ -365,16 +351,6 @@ def test_the_optimisers_refuse_gradients_that_do_not_match_the_weights(step):
         run({"w": w1}, None)
     with pytest.raises(ValueError, match="learning rate lr must be a positive number"):
         tt.sgd_step({"w": w1}, {"w": g1}, float("nan"))
-
-
-def test_float32_weights_get_float32_gradients_and_stay_float32():
-    params = tm.tree_map(lambda w: np.asarray(w, dtype=np.float32), tt.init_params(3))
-    _, grads = tt.loss_and_grads(EXAMPLE, EXAMPLE_TARGETS, params)
-    assert {tm.get_weight(grads, n).dtype for n in tm.weight_names(grads)} == {np.dtype(np.float32)}
-    stepped = tt.sgd_step(params, grads, 0.1)
-    adam, _ = tt.adam_step(params, grads, None, 0.1)
-    for tree in (stepped, adam):
-        assert {tm.get_weight(tree, n).dtype for n in tm.weight_names(tree)} == {np.dtype(np.float32)}
 
 
 def test_the_loss_is_one_cross_entropy_through_log_softmax():

@@ -117,7 +117,9 @@ def test_float32_weights_give_float32_gradients_all_the_way(d_mlp, tied, batch):
     dlogits = tt.softmax_cross_entropy_backward(logits, targets)
     assert dlogits.dtype == np.float32
     grads = tt.backward(dlogits, ids, params, 2, trace)
-    assert {tm.get_weight(grads, n).dtype for n in tm.weight_names(grads)} == {np.dtype(np.float32)}
+    stepped, (adam, _) = tt.sgd_step(params, grads, 0.1), tt.adam_step(params, grads, None, 0.1)
+    for tree in (grads, stepped, adam):                    # and the optimisers keep float32
+        assert {tm.get_weight(tree, n).dtype for n in tm.weight_names(tree)} == {np.dtype(np.float32)}
 
 
 def test_ids_are_checked_against_the_models_own_vocabulary_and_context():
