@@ -271,7 +271,7 @@ def multi_head(x, c_attn, c_proj, n_head, mask=True, trace=None, cache=None):
     attn = linear(concat, **c_proj)                         # [n, d]
     if trace is not None:
         heads = [{name: value[..., i, :, :] for name, value in every.items()} for i in range(n_head)]
-        trace.update(q=q, k=k, v=v, concat=concat, attn=attn, heads=heads, stacked=every)
+        trace.update(q=q, k=k, v=v, concat=concat, attn=attn, heads=heads)
     return attn
 
 

@@ -59,7 +59,7 @@ def linear_backward(dout, x, w):
     """out = x w + b. Returns dx (x's shape), dw [d_in, d_out], db [d_out]; the weights'
     gradients add up over every row of every text."""
     rows_x, rows_dout = x.reshape(-1, x.shape[-1]), dout.reshape(-1, dout.shape[-1])
-    return (rows_dout @ w.T).reshape(x.shape), rows_x.T @ rows_dout, rows_dout.sum(axis=0)
+    return dout @ w.T, rows_x.T @ rows_dout, rows_dout.sum(axis=0)
 
 
 @checked(check_layer_norm_backward)
@@ -135,12 +135,10 @@ def multi_head_backward(dout, x, c_attn, c_proj, n_head, mask=True, trace=None):
         trace = {}
         multi_head(x, c_attn, c_proj, n_head, mask, trace=trace)
     dconcat, dw_o, db_o = linear_backward(dout, trace["concat"], c_proj["w"])
-    # As multi_head does: cut into heads ([..., n, d] -> [..., n_head, n, d_head]) and go
-    # back through every head's attention at once, then put the heads' columns side by side.
-    every = trace["stacked"]                                # every head's q, k, v, weights
-    dheads = dconcat.reshape(*dconcat.shape[:-1], n_head, -1).swapaxes(-2, -3)
-    per_head = attention_backward(dheads, every["q"], every["k"], every["v"], mask, every["weights"])
-    dq, dk, dv = (m.swapaxes(-2, -3).reshape(dconcat.shape) for m in per_head)   # [..., n, d]
+    dheads = np.split(dconcat, n_head, axis=-1)             # n_head x [..., n, d_head]
+    per_head = [attention_backward(dh, t["q"], t["k"], t["v"], mask, t["weights"])
+                for dh, t in zip(dheads, trace["heads"], strict=True)]
+    dq, dk, dv = (np.concatenate(parts, axis=-1) for parts in zip(*per_head))   # [..., n, d]
     dx, dw_qkv, db_qkv = linear_backward(np.concatenate([dq, dk, dv], axis=-1), x, c_attn["w"])
     return dx, {"c_attn": {"w": dw_qkv, "b": db_qkv}, "c_proj": {"w": dw_o, "b": db_o}}
 
