@@ -380,6 +380,18 @@ def test_the_pages_numbers_from_the_live_run_are_the_shipped_models():
     for layer in range(2):
         got = re.search(rf"with block {layer + 1}'s head off: ([\d.]+) nats", shown)
         assert float(got.group(1)) == pytest.approx(ablated[layer][0], abs=0.006)
+    shown = text["without = ti.head_scores(ti.ablate(params, 0, 0, 1), 1, test_rows, test_where)"]
+    rest = ~ti.second_copy_mask(test_where)                  # nothing to copy, but position 0
+    rest[:, 0] = False
+    ids, targets = ti.as_batch(test_rows)
+    for label, model in [("every head on", params), ("block 1's head off", ti.ablate(params, 0, 0, 1)),
+                         ("both heads off", ti.ablate(ti.ablate(params, 0, 0, 1), 1, 0, 1))]:
+        got = re.search(rf"{label}: nothing to copy, loss ([\d.]+) nats; block 2's weight on position 0 there ([\d.]+)", shown)
+        p = tm.softmax(tm.forward(ids, model, 1))
+        nll = -np.log(np.take_along_axis(p, targets[..., None], -1)[..., 0])
+        sink = attention_by_hand(model, ids[:64], 1)[:, :, 0][rest[:64]].mean()
+        assert float(got.group(1)) == pytest.approx(nll[rest].mean(), abs=0.006)
+        assert float(got.group(2)) == pytest.approx(sink, abs=0.03)          # on 64 of the rows
     shown = text["parts = ti.composition_losses(params, test_rows, test_where)"]
     parts = ti.composition_losses(params, test_rows, test_where)
     for removed, label in [("none", "nowhere"), ("q", "queries"), ("k", "keys"), ("v", "values")]:

@@ -141,7 +141,7 @@ def test_head_explorer_shows_each_heads_attention_and_scores(run, task):
         line = info_line(root)
         assert numbers(line)[:2] == [float(tw.fmt(previous, 2)), float(tw.fmt(induction, 2))], line
         assert f"block {layer + 1}'s head" in line and "24 rows" in line
-        assert root.figure.axes[0].get_title() == f"block {layer + 1}'s head: attention on row 1"
+        assert root.figure.axes[0].get_title() == f"block {layer + 1}'s head: where each position looks"
     ticks = [t.get_text() for t in root.figure.axes[0].get_xticklabels()]
     assert ticks == [str(i) for i in rows[0, :-1]]
     l, s1, s2 = where[0]
@@ -184,6 +184,7 @@ def test_head_switches_ablate_each_head_as_zeroing_its_rows_of_w_o(run, task):
         assert np.allclose([b.get_height() for b in root.bars], expected)
         mean = second_copy_loss_by_hand(run["params"], rows, where, off)
         assert info_line(root) == f"second copy: {tw.fmt(mean, 2)} nats ({words}), the mean over 24 rows"
+        assert figure_of(root).axes[0].get_title() == words[0].upper() + words[1:]      # the picture says it
     colours = [tuple(b.get_facecolor()[:3]) for b in root.bars]
     l, s1, s2 = where[0]
     orange = [i for i, c in enumerate(colours) if np.allclose(c, (0xE6 / 255, 0x9F / 255, 0))]

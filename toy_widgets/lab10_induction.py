@@ -89,7 +89,7 @@ def _loss_axes(ax, steps, title):
     """Axes for the copies' losses: steps across, nats up on a log scale (so that the drop
     to a few hundredths shows as well as the plateau at ln 16), ln 16 dashed, 0.1 dotted."""
     ax.axhline(LN_V, color=GREY, linestyle="--", linewidth=1,
-               label=f"uniform guess, ln {ti.COPY_VOCAB} = {fmt(LN_V, 2)}")
+               label=f"blind guess, ln {ti.COPY_VOCAB} = {fmt(LN_V, 2)}")
     ax.axhline(0.1, color=GREEN, linestyle=":", linewidth=1.2, label="0.1 nats")
     ax.set_xlim(0, steps)
     ax.set_yscale("log")
@@ -202,7 +202,7 @@ def copy_training(seed, steps=ti.STEPS, n_layer=2, every=25, n_head=1):
     else:
         drop = ti.drop_step(run["steps"], run["second"])
         progress.value = (f"done: {steps} steps: first copy {fmt(run['first'][-1], 2)} nats, "
-                          f"second copy {fmt(run['second'][-1], 2)} nats (uniform guess "
+                          f"second copy {fmt(run['second'][-1], 2)} nats (blind guess "
                           f"ln {ti.COPY_VOCAB} = {fmt(LN_V, 2)}); " + (
                               f"the second copy's loss fell below 0.1 nats by step {drop}."
                               if drop is not None else "the second copy's loss never fell below 0.1 nats."))
@@ -248,7 +248,7 @@ def head_explorer(run_or_params, rows, where, n_head=1):
         layer, head = picked(state, picker, "head", state.head)
         state.head = (layer, head)
         image.set_data(_masked(weights[layer][head][0]))
-        ax.set_title(f"{_name(layer, head, n_head)}: attention on row 1")
+        ax.set_title(f"{_name(layer, head, n_head)}: where each position looks")
         redraw(fig)
         info.value = html.escape(
             f"{_name(layer, head, n_head)}: previous-token score "
@@ -316,11 +316,12 @@ def head_switches(params, rows, where, n_head=1, off=()):
     ax.set_xlabel("the id read at each position of row 1")
     ax.set_ylabel("−ln p(next id), nats")
     ax.legend(handles=[Patch(color=ORANGE), Patch(color=BLUE), ax.lines[0]],
-              labels=["second copy", "other positions", f"ln {ti.COPY_VOCAB} = {fmt(LN_V, 2)}"],
+              labels=["second copy", "other positions", f"blind guess, ln {ti.COPY_VOCAB} = {fmt(LN_V, 2)}"],
               loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=3, fontsize=8, frameon=False)
+    ax.set_title(" ", pad=22)                          # above the key: which heads are off
     ax.set_ylim(0, _highest_loss(params, n_head, rows[:1], heads) * 1.05)
     freeze_layout(fig)
-    live_artists(fig, list(bars))
+    live_artists(fig, [*bars, ax.title])
     state = WidgetState(off=(), losses=None, second=None)
     info, area = widgets.HTML(), message_area()
 
@@ -335,6 +336,7 @@ def head_switches(params, rows, where, n_head=1, off=()):
         redraw(fig)
         said = ("all heads on" if not off else "all heads off" if len(off) == len(heads)
                 else ", ".join(_name(L, h, n_head) for L, h in off) + " off")
+        ax.set_title(said[0].upper() + said[1:], pad=22)
         info.value = html.escape(f"second copy: {fmt(second, 2)} nats ({said}), the mean over "
                                  f"{_rows_named(rows)}")
 
