@@ -360,9 +360,11 @@ def keep_freed_memory():
     and takes fresh pages for the next array, which the system must clear first: about a
     third of a step's time on this course's machine (benchmarks/RESULTS.md). Kept, the
     same memory serves the next step. No number changes, only where arrays live."""
+    if sys.platform != "linux":                     # glibc's call; the browser has its own malloc
+        return False
     try:
         mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):               # not glibc: no such call
+    except (OSError, AttributeError):               # a Linux without glibc's mallopt
         return False
     m_trim_threshold, m_mmap_threshold = -1, -3     # glibc's malloc.h
     return bool(mallopt(m_mmap_threshold, 32 << 20) and mallopt(m_trim_threshold, 512 << 20))

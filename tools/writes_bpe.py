@@ -9,7 +9,7 @@ units: nats per token, and nats per character (the same total of nats shared out
 the characters the predicted tokens spell), so that the two models can be compared fairly.
 Everything goes to data/writes_bpe.json, which notebooks/11_writes.ipynb reads.
 
-    OPENBLAS_NUM_THREADS=1 python tools/writes_bpe.py                 # 200 merges, minutes
+    python tools/writes_bpe.py                 # 200 merges, minutes
     python tools/writes_bpe.py --merges 50 --steps 100 --out /tmp/bpe.json   # a quick try
 """
 import argparse
