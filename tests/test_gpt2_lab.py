@@ -243,3 +243,20 @@ def test_a_checkpoint_saved_with_masks_loads_them_as_skipped_and_runs_the_same(t
     assert tg.load_gpt2(tg.save_gpt2(tmp_path / "plain"))["skipped"] == []
     with pytest.raises(ValueError, match="masks is True or False"):
         tg.save_gpt2(tmp_path / "bad", masks="yes")
+
+
+def test_offline_the_predictions_come_from_the_copy_read_back_from_gpt2s_format():
+    """Without GPT-2's weights, every table of what the loaded model predicts shows the toy
+    read back from GPT-2's files, headed so, and the check against the course's own toy
+    prints a bound, not float32 rounding digits a CPU decides."""
+    import re
+    cells, _ = stored_outputs()
+    code = [c for c in cells if c["cell_type"] == "code"]
+    text = "".join("".join(o.get("text", "")) for c in code for o in c.get("outputs", []))
+    tables = ["".join(o.get("text", "")) for c in code for o in c.get("outputs", [])
+              if re.search(r"^beside\(|where_last_looks\(t", "".join(c["source"]), re.M)]
+    assert len(tables) == 7         # ln_f, top ten, loss, attention off, where it looks, generation, tying
+    assert all("[the toy, as GPT-2]" in t and "[the toy] " not in t for t in tables)
+    assert ("[the toy, as GPT-2] against [the toy]: the same most likely token at every position: "
+            "True; every p within 10⁻⁶ of the toy's: True\n") in text
+    assert not re.search(r"\de-\d", "".join(text))
