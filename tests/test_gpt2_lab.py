@@ -137,16 +137,20 @@ def lab_prose():
 
 def test_the_cached_time_per_token_includes_the_prompts_pass():
     """time_generation times the whole generate call, the prompt's pass included, and the lab
-    divides it by the new tokens: the prose says what that average holds."""
+    divides it by the new tokens: the prose says what that average holds, and quotes no
+    measured time (a machine decides its digits)."""
     import inspect
+    import re
     body = inspect.getsource(tg.time_generation)
     start, stop = body.index("start = time.perf_counter()"), body.index("time.perf_counter() - start")
     assert "generate(ids" in body[start:stop]
     cells, prose = lab_prose()
     code = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
     assert "seconds / made * 1e3" in code and "ms a token" in code
-    assert ("so with the cache it includes the prompt's pass over all 32 positions, and the "
-            "one-position steps after it cost less than that average") in prose
+    assert "so with the cache it includes the prompt's pass over all 32 positions" in prose
+    assert "on a busy machine one row's time need not match the sum of others" in prose   # noisy
+    part_b = prose.split("### B What GPT-2 small costs")[1].split("### C")[0]
+    assert "1e3:,.0f} ms" in code and not re.search(r"\d ?(ms|seconds?)\b", part_b)
 
 
 def stored_outputs():
