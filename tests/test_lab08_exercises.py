@@ -237,5 +237,3 @@ def test_mcnemar_and_the_paired_bootstrap_of_the_notebook():
         assert paired_bootstrap(*table) == pytest.approx(paired_interval(pick(*x), pick(*y), value), abs=1e-12)
     same = paired_interval(pick("clipping", "tied"), pick("clipping", "tied"), value)
     assert same == pytest.approx((0.0, 0.0, 0.0))            # paired: a group against itself has no luck
-
-

@@ -175,5 +175,3 @@ def test_06_loss_from_the_logits_needs_only_that_p_underflows_to_0():
     assert "subnormal" not in cell and "10⁻" not in cell
     assert "**floating point**" in cells[start + 1], "floating point is said where the loss needs it"
     assert "a p as small as e^(−1000) is below every positive number" in re.sub(r"\s+", " ", cell)
-
-

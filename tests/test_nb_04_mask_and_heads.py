@@ -124,5 +124,3 @@ def test_04_2_taking_the_mask_away_shrinks_every_old_weight_by_one_factor():
             assert factor[0] < 1
     assert tw.exercise("04.2").try_answer("every one goes down, all by the same factor").startswith("Right")
     assert not tw.exercise("04.2").try_answer("they stay the same").startswith("Right")
-
-

@@ -76,29 +76,6 @@ def test_attention_off_moves_the_bars_and_names_cat(widget):
     assert_only_top_highlighted(chart, p)
 
 
-def test_both_off_shows_x(widget):
-    toggles, htmls, _ = parts(widget)
-    toggles["attention branch"].value = False
-    toggles["MLP branch"].value = False
-    shown = text_of(htmls)
-    assert "y = x" in shown
-    x = tm.intermediates(TEXT)["x"]
-    table = next(h for h in htmls if "<table" in h.value)
-    cells = re.findall(r"<td[^>]*>([^<]*)</td>", table.value)
-    assert cells == [tw.fmt(v) for v in x.ravel()]
-    # and back on: y_5 again
-    toggles["attention branch"].value = True
-    toggles["MLP branch"].value = True
-    assert tw.fmt(tm.intermediates(TEXT)["y"][-1][1]) in text_of(htmls)
-
-
-def test_no_message_when_all_is_well(widget):
-    toggles, htmls, _ = parts(widget)
-    toggles["MLP branch"].value = False
-    area = htmls[-1]
-    assert area.value == ""
-
-
 # --- the page's prose: the MLP with attention off, row by row, and a unit you can read -----
 
 NB05 = __import__("pathlib").Path(__file__).resolve().parents[1] / "notebooks" / "05_block.ipynb"
@@ -172,5 +149,3 @@ def test_05_exercises_2_3_and_4_are_not_answered_above_them():
     at = next(i for i, (s, _) in enumerate(cells) if s.startswith("**4. Attention off, another subject.**"))
     above = flat(" ".join(s + o for s, o in cells[:at]))
     assert "what follows any" in tw.EXERCISES["05.4"]["solution"]() and "what follows any" not in above
-
-

@@ -15,7 +15,7 @@ import ipywidgets as widgets
 
 import toy_model as tm
 import toy_widgets as tw
-from widget_tools import echo, figure_of, find, names_p, nats, press_enter, shown, text
+from widget_tools import echo, figure_of, find, names_p, press_enter, shown, text
 
 TEXT = "the cat climbed the"
 ROOF, WALL = tm.VOCAB.index(" roof"), tm.VOCAB.index(" wall")
@@ -32,12 +32,6 @@ def with_logit(j, value):
     z = Z0.copy()
     z[j] = value
     return z
-
-
-def test_panels_carry_their_css_class():
-    for make, name in [(tw.logit_playground, "logit-playground"), (tw.logit_shift, "logit-shift"),
-                       (tw.attention_switch, "attention-switch"), (tw.tying_switch, "tying-switch")]:
-        assert f"w-{name}" in make()._dom_classes
 
 
 def name(j):
@@ -243,22 +237,6 @@ def test_attention_switch_gives_the_two_distributions():
     assert text(area) == "" and "attention off" in text(line)
     assert np.allclose(shown(box.chart), tm.intermediates("the dog climbed the", params=tm.switch_off(tm.PARAMS, "attn"))["p"][-1])
     assert box.chart.title == 'p of the last row: "the dog climbed the"'
-
-
-def test_tying_switch_starts_untied_and_ties():
-    box = tw.tying_switch()
-    line, area = parts(box)
-    assert np.allclose(shown(box.chart), tm.intermediates(TEXT)["p"][-1])
-    assert "␣roof with p = 0.395" in text(line)
-    toggle = find(box, widgets.ToggleButton)[0]
-    assert toggle.description == "own W_U"
-    toggle.value = True
-    tied = tm.softmax(tm.intermediates(TEXT)["f"][-1] @ tm.PARAMS["wte"].T)       # z = f Eᵀ
-    assert np.allclose(shown(box.chart), tied)
-    assert text(line).startswith("tied: W_U = Eᵀ: ")
-    names_p(text(line), tied)
-    find(box, widgets.Text)[0].value = "cats"
-    assert "no token for" in text(area)
 
 
 def test_a_live_widget_without_the_widget_backend_says_what_to_run():
