@@ -149,3 +149,21 @@ def test_05_exercises_2_3_and_4_are_not_answered_above_them():
     at = next(i for i, (s, _) in enumerate(cells) if s.startswith("**4. Attention off, another subject.**"))
     above = flat(" ".join(s + o for s, o in cells[:at]))
     assert "what follows any" in tw.EXERCISES["05.4"]["solution"]() and "what follows any" not in above
+
+
+# --- the random toy of Going further: nothing trivial ----------------------------------
+
+def test_random_toy_has_nothing_trivial_and_is_read_only():
+    rt = tw.random_toy()
+    assert len(rt["blocks"]) == 2 and rt["wpe"].any(axis=1).all()
+    for name in tm.weight_names(rt):
+        w = tm.get_weight(rt, name)
+        if name.endswith(".g"):
+            assert np.all(np.abs(w - 1) > 1e-6), name
+        elif name.endswith(".b"):
+            assert np.all(w != 0), name
+    with pytest.raises((ValueError, TypeError)):
+        rt["wte"][0, 0] = 1.0
+    again = tw.random_toy()
+    assert all(np.array_equal(tm.get_weight(rt, n), tm.get_weight(again, n)) for n in tm.weight_names(rt))
+    assert not np.array_equal(tw.random_toy(seed=1)["wte"], rt["wte"])
