@@ -233,55 +233,6 @@ def test_code_right_solution_passes_and_typical_mistakes_get_their_hints(key):
         assert ok is False and message.endswith(sentence), (sentence, message)
 
 
-def one_head(q, k, v, scale=True, mask=True, axis=-1, times_v=True, d_head=None, row_sums=True):
-    """03.4 as a learner writes it (the worked answer), with one line changed by a flag."""
-    n = q.shape[0]
-    d_head = d_head or q.shape[1]                     # d_head=2: the notebook's global
-    scores = q @ k.T / (np.sqrt(d_head) if scale else 1)
-    if mask:
-        scores = np.where(np.tril(np.ones((n, n), dtype=bool)), scores, -np.inf)
-    if row_sums:
-        e = np.exp(scores - scores.max(axis=axis, keepdims=True))
-        weights = e / e.sum(axis=axis, keepdims=True)
-    else:
-        e = np.exp(scores)
-        weights = e / e.sum()
-    return weights @ v if times_v else weights
-
-
-@pytest.mark.parametrize("change, hint", [({"scale": False}, "not divided by √d_head"),
-                                          ({"mask": False}, "the future is not hidden"),
-                                          ({"times_v": False}, "that is the weights"),
-                                          ({"axis": 0}, "the softmax ran down the columns"),
-                                          ({"d_head": 2}, "divided by √2 whatever the head's size"),
-                                          ({"row_sums": False}, "the whole table was divided by one sum")])
-def test_a_learners_typical_wrong_head_gets_its_hint(change, hint):
-    assert tw.answer_code("03.4", one_head)[0] is True
-    ok, message = tw.answer_code("03.4", lambda q, k, v: one_head(q, k, v, **change))
-    assert ok is False and hint in message, message
-
-
-def a_block(x, blk, n_head=2, second_norm="ln_2", plain=False, post_ln=False):
-    """05.6 as a learner writes it (the worked answer), with one thing changed by a flag."""
-    def ln(v, name):
-        return tm.layer_norm(v, 1.0, 0.0) if plain else tm.layer_norm(v, **blk[name])
-    if post_ln:
-        h = ln(x + tm.multi_head(x, **blk["attn"], n_head=n_head), "ln_1")
-        return ln(h + tm.mlp(h, **blk["mlp"]), second_norm)
-    h = x + tm.multi_head(ln(x, "ln_1"), **blk["attn"], n_head=n_head)
-    return h + tm.mlp(ln(h, second_norm), **blk["mlp"])
-
-
-@pytest.mark.parametrize("change, hint", [({"n_head": 1}, "pass n_head=2"),
-                                          ({"second_norm": "ln_1"}, "not blk[\"ln_1\"]"),
-                                          ({"plain": True}, "use each norm's own gain and bias"),
-                                          ({"post_ln": True}, "post-LN")])
-def test_a_learners_typical_wrong_block_gets_its_hint(change, hint):
-    assert tw.answer_code("05.6", a_block)[0] is True
-    ok, message = tw.answer_code("05.6", lambda x, blk: a_block(x, blk, **change))
-    assert ok is False and hint in message, message
-
-
 def test_code_not_done_raising_and_wrong_shapes_get_one_sentence():
     def stub(*args):
         ...
@@ -422,6 +373,14 @@ def test_exercise_lines_work_whatever_the_notebook_variables_hold(path):
             assert box.try_answer(spec["answer"]) == "Right."
         else:
             assert box.try_answer(typed(spec["answer"], spec)).startswith("Right")
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("0[1-9]_*.ipynb")), ids=lambda p: p.stem)
+def test_exercises_are_numbered_in_page_order(path):
+    keys = [m.group(1) for c in cells(path) if c["cell_type"] == "code"
+            for m in [re.search(r'tw\.exercise\("(\d\d\.\d+)"', "".join(c["source"]))] if m]
+    numbers = [int(k.split(".")[1]) for k in keys]
+    assert numbers == list(range(1, len(numbers) + 1)), keys
 
 
 def page_text(path):

@@ -284,33 +284,3 @@ def test_10_2_the_answer_is_the_mean_of_the_printed_weights_it_names():
                          (rows[3][1] + rows[4][2], "not their sum")]:
         ok, sentence = tw.answer_number("10.2", tw.fmt(wrong))
         assert not ok and sentence.startswith("Not quite.") and words in sentence, (wrong, sentence)
-
-
-def previous_by_loop(weights):
-    """A learner's long way: loop over the rows and positions."""
-    w = np.asarray(weights).reshape(-1, *np.shape(weights)[-2:])
-    picked = [m[i, i - 1] for m in w for i in range(1, m.shape[0])]
-    return sum(picked) / len(picked)
-
-
-def test_10_3_a_right_function_passes_and_each_typical_mistake_gets_its_hint():
-    assert tw.answer_code("10.3", previous_by_loop)[0] is True
-    for wrong, words in [
-            (lambda w: np.mean(np.diagonal(w, 1, -2, -1)), "the diagonal above"),
-            (lambda w: np.mean(np.diagonal(w, 0, -2, -1)), "the main diagonal"),
-            (lambda w: np.mean([np.asarray(w)[..., i, i - 1] for i in range(np.shape(w)[-1])]),
-             "start at position 1"),
-            (lambda w: sum(np.asarray(w)[..., i, i - 1].sum() for i in range(1, np.shape(w)[-1])),
-             "not their sum")]:
-        ok, message = tw.answer_code("10.3", wrong)
-        assert ok is False and words in message, message
-
-
-def test_10_4_the_right_reason_and_a_hint_for_each_other():
-    spec = tw.EXERCISES["10.4"]
-    assert spec["answer"].startswith("Yes") and "key could then carry the id before it" in spec["answer"]
-    assert tw.answer_choice("10.4", spec["answer"]) == (True, "Right.")
-    for option in spec["options"]:
-        if option != spec["answer"]:
-            ok, sentence = tw.answer_choice("10.4", option)
-            assert not ok and sentence == f"Not quite. {spec['hints'][option]}"

@@ -5,7 +5,8 @@ and the write-it-yourself exercise 04.5 (split into heads, attend, concatenate).
 - 04: hiding the future before the softmax is the same as zeroing after it and
   renormalising;
 - 04.5 is checked against the model's own multi-head attention, which an independent
-  reshape-and-softmax version agrees with; typical mistakes get their sentences.
+  reshape-and-softmax version agrees with (its typical mistakes and the stored unfinished
+  function: tests/test_exercises.py, as for every write-it-yourself exercise).
 """
 import json
 import re
@@ -43,10 +44,6 @@ def sections(name):
 def section_with(name, words):
     (found,) = [s for s in sections(name) if any(words in source(c) for c in s)]
     return found
-
-
-def pictures(cells_):
-    return [c for c in cells_ for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
 
 
 # --- 02: the rings are pictured where the prose describes them -----------------------
@@ -102,77 +99,7 @@ def test_04_5_the_model_agrees_with_an_independent_version_on_every_input():
     np.testing.assert_allclose(SPEC["reference"](r["q"], r["k"], r["v"], 2), r["concat"], atol=1e-12)
 
 
-def split_and_concat(q, k, v, n_head):                 # a learner's right answer, own words
-    d_head = q.shape[1] // n_head
-    parts = []
-    for h in range(n_head):
-        cols = slice(h * d_head, (h + 1) * d_head)
-        parts.append(tm.attention(q[:, cols], k[:, cols], v[:, cols]))
-    return np.concatenate(parts, axis=1)
-
-
-def unsplit(q, k, v, n_head):
-    return tm.attention(q, k, v)
-
-
-def every_other_column(q, k, v, n_head):
-    return np.hstack([tm.attention(q[:, h::n_head], k[:, h::n_head], v[:, h::n_head])
-                      for h in range(n_head)])
-
-
-def stacked(q, k, v, n_head):
-    return np.vstack([tm.attention(*(np.split(m, n_head, axis=1)[h] for m in (q, k, v)))
-                      for h in range(n_head)])
-
-
-def added(q, k, v, n_head):
-    return sum(tm.attention(*(np.split(m, n_head, axis=1)[h] for m in (q, k, v)))
-               for h in range(n_head))
-
-
-def unmasked(q, k, v, n_head):
-    return np.hstack([tm.attention(*(np.split(m, n_head, axis=1)[h] for m in (q, k, v)), mask=False)
-                      for h in range(n_head)])
-
-
-def by_rows(q, k, v, n_head):
-    return np.hstack([tm.attention(*(np.split(m, n_head, axis=0)[h] for m in (q, k, v)))
-                      for h in range(n_head)])
-
-
-def test_04_5_a_right_answer_passes():
-    ok, sentence = tw.answer_code("04.5", split_and_concat)
-    assert ok is True and sentence.startswith("Right")
-
-
-@pytest.mark.parametrize("wrong, words", [
-    (unsplit, "one head over all d columns"),
-    (every_other_column, "neighbouring columns"),
-    (stacked, "side by side (axis=-1)"),
-    (added, "not added"),
-    (unmasked, "hides the future"),
-    (by_rows, "raised ValueError"),
-])
-def test_04_5_typical_mistakes_get_their_sentence(wrong, words):
-    ok, sentence = tw.answer_code("04.5", wrong)
-    assert ok is False and words in sentence, sentence
-    assert "the toy's q, k, v" in sentence, "the first input where it differs is named"
-
-
-def test_04_5_unfinished_and_the_stored_notebook():
-    def stub(q, k, v, n_head):
-        ...
-    assert tw.answer_code("04.5", stub) == (None, tw.NOT_DONE)
-    stub_cell = next(c for c in cells("04_mask_and_heads") if source(c).startswith("def split_and_concat"))
-    assert "np.split" not in source(stub_cell) and "concatenate" not in source(stub_cell)
-    calls = [source(c).strip() for c in cells("04_mask_and_heads") if "tw.exercise(\"04.5\"" in source(c)]
-    assert calls == ['tw.exercise("04.5", split_and_concat)']
-
-
-# --- 01-04: the full stop, the tokenizer's notes --------------------------------------
-
-# the token as `.` or ".", or a dot standing alone between spaces (not a sentence's end)
-
+# --- 01: the full stop --------------------------------------------------------------
 
 def outputs_after(name, words):
     """The printed text of the code cells that follow the markdown cell containing words."""
@@ -192,14 +119,6 @@ def test_01_roof_with_its_full_stop_is_one_word_and_two_tokens():
     vocab = list(tm.VOCAB)
     assert tm.encode(" roof.") == [vocab.index(" roof"), vocab.index(".")]
     assert "␣roof, '.'" in outputs_after("01_tokens", '`" roof."` as one word')
-
-
-# The unembedding as the course's design gives it (Output page), typed here: row k, column j.
-W_U = np.array([
-    [0, 1, -0.5, -0.5, 1, -0.5, -0.5, 0, 0, 0, 1, -0.5],
-    [0, 1, -1, -0.5, -0.5, 1, 1, 1, 0.5, 0.5, 0, 0],
-    [0, -1, 0, 0, -0.5, 1, 0, 0, 0, -0.5, 0, 1],
-    [0, -0.5, 1, 0.5, 0, 0, 1, 0.5, 0.5, 0, -1, 0]])
 
 
 @pytest.mark.parametrize("dx, dy", [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)])

@@ -1,6 +1,4 @@
 """Notebook 01 (Tokens): the tokenizer widget, driven without a browser."""
-import pytest
-
 import toy_model as tm
 import toy_widgets as tw
 from widget_tools import press_enter
@@ -49,14 +47,3 @@ def test_bad_text_gives_encodes_sentence_and_clears_the_chips_until_good_text():
     box.value = "the cat"
     assert area.value == ""
     assert chips.value.count('class="token-chip"') == 2
-
-
-@pytest.mark.parametrize("key", [k for k in sorted(tw.EXERCISES) if k[:2] in ("01", "02", "03")
-                                 and tw.EXERCISES[k]["kind"] == "choice"])
-def test_01_to_03_choice_hints_are_for_wrong_options_only_and_show_no_raw_backticks(key):
-    """A hint keyed on the right option is never shown; a hint is shown as plain text, so a
-    backtick in it would be printed as it is."""
-    spec = tw.EXERCISES[key]
-    hints = tw.exercises._now(spec["hints"])
-    assert tw.exercises._now(spec["answer"]) not in hints
-    assert not [h for h in hints.values() if "`" in h]

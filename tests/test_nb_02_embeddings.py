@@ -3,7 +3,6 @@
 
 import numpy as np
 import pytest
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 import toy_model as tm
 import toy_widgets as tw
@@ -80,7 +79,6 @@ def test_static_plot_helper_labels_every_token_once(dx, dy):
 
 
 def test_bad_input_gets_one_sentence():
-    import pytest
     with pytest.raises(ValueError, match="the context holds at most 8"):
         tw.embedding_scatter("the cat climbed the roof. the cat climbed")
     panel = tw.embedding_scatter()
@@ -91,18 +89,3 @@ def test_bad_input_gets_one_sentence():
     np.testing.assert_array_equal(dots.get_offsets(), tm.PARAMS["wte"][:, [2, 3]])
     positions.value = True
     assert area.value == "" and rings.get_visible()
-
-
-@pytest.mark.parametrize("dx, dy", [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)])
-def test_no_two_labels_overlap_in_any_pair_of_dimensions(dx, dy):
-    fig, ax = tw.new_figure(6.0, 4.6)                # the widget's size
-    tw.embedding_scatter_plot(ax, dx=dx, dy=dy)
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()                                    # lays the figure out as it is shown
-    renderer = canvas.get_renderer()
-    boxes = [t.get_window_extent(renderer) for t in ax.texts if t.get_text()]
-    for i, a in enumerate(boxes):
-        for b in boxes[i + 1:]:
-            assert not a.overlaps(b), f"labels overlap in d{dx + 1} against d{dy + 1}"
-
-

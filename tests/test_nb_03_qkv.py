@@ -89,12 +89,3 @@ def test_a_head_that_does_not_exist_gets_one_sentence(head):
         tw.head_weights(head)
     with pytest.raises(ValueError, match="head must be a whole number from 0 to 1"):
         tw.query_picker(head=head)
-
-
-def test_head_2_shows_its_own_weights():
-    root = tw.query_picker(head=1)
-    w = tm.intermediates("the cat climbed the")["heads"][1]["weights"][4]
-    assert np.allclose(shown(root.chart), w)
-    assert root.chart.title.startswith("head 2, query 5 ")
-
-

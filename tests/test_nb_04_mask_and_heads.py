@@ -1,5 +1,5 @@
-"""Notebook 04 (mask and two heads): the mask/heads widget, without a browser, and the numbers;
-the prose on head 1's part in row 4 and the 4-decimal output behind 1.989, recomputed by hand."""
+"""Notebook 04 (mask and two heads): the mask/heads widget, without a browser, and 04.2's
+answer recomputed by hand."""
 
 
 import ipywidgets as widgets
@@ -8,7 +8,6 @@ import pytest
 
 import toy_model as tm
 import toy_widgets as tw
-from test_nb01_04_content import cells
 from widget_tools import figure_of, find, heads_by_hand, open_weights_by_hand
 
 
@@ -117,7 +116,6 @@ def test_the_future_stays_outlined_when_the_maps_are_repainted(mh):
 def test_04_2_taking_the_mask_away_shrinks_every_old_weight_by_one_factor():
     """04.2's answer, by hand (widget_tools.heads_by_hand): without the mask, every row that
     gains keys keeps its old weights in proportion, each times the same factor below 1."""
-    from widget_tools import heads_by_hand
     masked = [w for _, w, _ in heads_by_hand()]
     for on, off in zip(masked, open_weights_by_hand(), strict=True):
         for i in range(len(on) - 1):
@@ -126,8 +124,3 @@ def test_04_2_taking_the_mask_away_shrinks_every_old_weight_by_one_factor():
             assert factor[0] < 1
     assert tw.exercise("04.2").try_answer("every one goes down, all by the same factor").startswith("Right")
     assert not tw.exercise("04.2").try_answer("they stay the same").startswith("Right")
-
-
-# --- the page's prose: head 1's part in row 4, the output behind 1.989 ----------------------
-
-

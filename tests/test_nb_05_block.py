@@ -76,29 +76,6 @@ def test_attention_off_moves_the_bars_and_names_cat(widget):
     assert_only_top_highlighted(chart, p)
 
 
-def test_both_off_shows_x(widget):
-    toggles, htmls, _ = parts(widget)
-    toggles["attention branch"].value = False
-    toggles["MLP branch"].value = False
-    shown = text_of(htmls)
-    assert "y = x" in shown
-    x = tm.intermediates(TEXT)["x"]
-    table = next(h for h in htmls if "<table" in h.value)
-    cells = re.findall(r"<td[^>]*>([^<]*)</td>", table.value)
-    assert cells == [tw.fmt(v) for v in x.ravel()]
-    # and back on: y_5 again
-    toggles["attention branch"].value = True
-    toggles["MLP branch"].value = True
-    assert tw.fmt(tm.intermediates(TEXT)["y"][-1][1]) in text_of(htmls)
-
-
-def test_no_message_when_all_is_well(widget):
-    toggles, htmls, _ = parts(widget)
-    toggles["MLP branch"].value = False
-    area = htmls[-1]
-    assert area.value == ""
-
-
 # --- the page's prose: the MLP with attention off, row by row, and a unit you can read -----
 
 NB05 = __import__("pathlib").Path(__file__).resolve().parents[1] / "notebooks" / "05_block.ipynb"
@@ -174,3 +151,19 @@ def test_05_exercises_2_3_and_4_are_not_answered_above_them():
     assert "what follows any" in tw.EXERCISES["05.4"]["solution"]() and "what follows any" not in above
 
 
+# --- the random toy of Going further: nothing trivial ----------------------------------
+
+def test_random_toy_has_nothing_trivial_and_is_read_only():
+    rt = tw.random_toy()
+    assert len(rt["blocks"]) == 2 and rt["wpe"].any(axis=1).all()
+    for name in tm.weight_names(rt):
+        w = tm.get_weight(rt, name)
+        if name.endswith(".g"):
+            assert np.all(np.abs(w - 1) > 1e-6), name
+        elif name.endswith(".b"):
+            assert np.all(w != 0), name
+    with pytest.raises((ValueError, TypeError)):
+        rt["wte"][0, 0] = 1.0
+    again = tw.random_toy()
+    assert all(np.array_equal(tm.get_weight(rt, n), tm.get_weight(again, n)) for n in tm.weight_names(rt))
+    assert not np.array_equal(tw.random_toy(seed=1)["wte"], rt["wte"])

@@ -28,10 +28,6 @@ def by_description(root, kind, description):
     return w
 
 
-def numbers(s):
-    return [float(x) for x in re.findall(r"-?\d+\.\d+", s)]
-
-
 # --- 07: temperature, top-k and top-p together ----------------------------------------
 
 # The last three: states where top-k first (renormalising the k kept) makes top-p keep fewer
