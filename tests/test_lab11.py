@@ -312,16 +312,44 @@ def test_exercise_11_1_accepts_the_bigram_loss_and_names_the_typical_mistakes():
         assert ok is False and sentence.startswith("Not quite. ")
 
 
-def test_exercise_11_2_and_11_4_accept_the_right_option_only():
-    for key in ("11.2", "11.4"):
-        spec = tw.EXERCISES[key]
-        answer = spec["answer"]() if callable(spec["answer"]) else spec["answer"]
-        options = spec["options"]() if callable(spec["options"]) else spec["options"]
-        assert tw.answer_choice(key, answer) == (True, "Right.")
-        for option in options:
-            if option != answer:
-                assert tw.answer_choice(key, option)[0] is False
-    assert lab._read_answer() == lab._READ[0]             # the head read is a previous-character head
+def test_exercise_11_2_is_the_ratio_at_half_the_temperature_and_names_the_typical_mistakes(model):
+    """The ratio p_t / p_k after section 5's prompt, from the model's logits divided by 0.5 and
+    a softmax (not from the checker's formula), is the accepted answer."""
+    ids = tx.encode_chars(lab.BREA)[None]
+    logits = tm.forward(ids, model["params"], model["n_head"])[0, -1].astype(np.float64)
+    p_half = tm.softmax(logits / 0.5)
+    t, k = tx.CHARS.index("t"), tx.CHARS.index("k")
+    assert tw.answer_number("11.2", tw.fmt(p_half[t] / p_half[k], 2))[0] is True
+    p_one = tm.softmax(logits)
+    ratio = p_one[t] / p_one[k]
+    for wrong in (ratio, 2 * ratio, ratio ** 0.5, ratio / 2):
+        ok, sentence = tw.answer_number("11.2", tw.fmt(wrong, 2))
+        assert ok is False and sentence.startswith("Not quite. "), sentence
+    question = tw.EXERCISES["11.2"]["question"]()
+    assert tw.fmt(p_one[t]) in question and tw.fmt(p_one[k]) in question
+
+
+def test_exercise_11_4_reads_a_map_that_is_not_on_the_page_above(page):
+    spec = tw.EXERCISES["11.4"]
+    answer = spec["answer"]()
+    assert tw.answer_choice("11.4", answer) == (True, "Right.")
+    for option in spec["options"]:
+        if option != answer:
+            assert tw.answer_choice("11.4", option)[0] is False
+    assert lab._read_answer() == lab._READ[1]             # the head read looks at itself most
+    prose, out = page
+    assert lab.READ_TEXT not in prose and lab.READ_TEXT not in out.split("Check yourself 11.4")[0]
+    layer, head = lab._read_head()
+    section_6 = out.split("Check yourself 11.1")[0]
+    assert f"left: block {layer + 1}, head {head + 1}" not in section_6   # nor shown as a map there
+
+
+def test_the_page_names_the_nine_training_plays(page):
+    prose, _ = page
+    titles = [p.split("/")[1].replace("-s-", "'s ").replace("-", " ") for p in shakespeare_data.TRAIN_PLAYS]
+    assert len(titles) == 9
+    missing = [t for t in titles if t.lower() not in prose.lower()]
+    assert not missing, missing
 
 
 def test_exercise_11_3_accepts_a_sampling_loop_and_rejects_typical_wrong_ones():

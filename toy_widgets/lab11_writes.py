@@ -246,29 +246,47 @@ number_exercise(
         "than a common one. tx.baselines does the same over every character of the held-out play."))
 
 
-_T_RIGHT = ("0.5 doubles the gaps between the logits, so the likeliest characters take more of "
-            "p: fewer odd characters, more common words and repeats. 2 halves the gaps, p "
-            "flattens towards uniform, and the text falls apart into random letters.")
-_T = ["0.5 halves the gaps between the logits, so p flattens and the text varies more; 2 "
-      "doubles them, so the text keeps to common words.",
-      _T_RIGHT,
-      "Neither changes which character is likeliest, so the samples differ only by chance.",
-      "0.5 halves every probability and 2 doubles it."]
+BREA = "ROMEO:\nWhat light through yonder window brea"          # section 5's prompt
 
-choice_exercise(
-    "11.2", "Section 5 printed samples at temperatures 0.5, 1 and 2. Which sentence says what "
-            "0.5 and 2 did to them, compared with 1, and why?",
-    options=_T, answer=_T_RIGHT,
-    hints={_T[0]: "Temperature divides the logits: dividing by 0.5 is multiplying by 2, so the "
-                  "gaps between them grow.",
-           _T[2]: "The likeliest character stays first, but sampling draws others too: how "
-                  "often depends on how flat p is, and T changes that.",
-           _T[3]: "p must still add up to 1: temperature divides the logits, before the softmax."},
-    solution=("Temperature divides the logits before the softmax. Below 1 the gaps grow, so "
-              "the likeliest characters take more of p and samples keep to common spellings "
-              "(and repeat); above 1 the gaps shrink, p tends to uniform over all "
-              f"{tx.N_CHARS} characters, and misspellings and odd marks appear. At T = 0 only the "
-              "likeliest character is ever taken: the greedy loop of section 5."))
+
+@functools.cache
+def _brea():
+    """p of "t" and of "k" after section 5's prompt, at T = 1, to 3 decimals as the question
+    gives them."""
+    model = _trained()
+    p = tx.next_char_probs(model["params"], model["n_head"], BREA)
+    return round(float(p[tx.CHARS.index("t")]), 3), round(float(p[tx.CHARS.index("k")]), 3)
+
+
+def _ratio(T=0.5, power=None):
+    """How many times as likely as k is t at temperature T: p_t / p_k = e^((z_t - z_k) / T),
+    that is (p_t / p_k at T = 1) to the power 1 / T."""
+    t, k = _brea()
+    return float((t / k) ** (1 / T if power is None else power))
+
+
+number_exercise(
+    "11.2", lambda: (
+        "Temperature and the gap. After section 5's prompt “…window brea”, the model gives, at "
+        f"T = 1, “t” p = {fmt(_brea()[0])} and “k” p = {fmt(_brea()[1])}. At T = 0.5, how many "
+        "times as likely as “k” is “t”?"),
+    answer=_ratio, decimals=2,
+    hints=lambda: [(_ratio(power=1), "That is the ratio at T = 1. Temperature divides both logits "
+                    "by 0.5, so the gap between them doubles."),
+                   (2 * _ratio(power=1), "Doubling the gap does not double the ratio: the ratio is "
+                    "e^gap, and e^(2 × gap) is (e^gap)², the ratio squared."),
+                   (_ratio(power=0.5), "That is T = 2, which halves the gap; T = 0.5 doubles it."),
+                   (_ratio(power=1) / 2, "Temperature divides the logits, not the probabilities: "
+                    "work with the gap between the two logits.")],
+    solution=lambda: (
+        f"{fmt(_ratio(), 2)}. The ratio of two probabilities depends only on the gap between "
+        f"their logits: p_t / p_k = e^(z_t − z_k), so at T = 1 the gap is ln({fmt(_brea()[0])} / "
+        f"{fmt(_brea()[1])}) = {fmt(np.log(_ratio(power=1)))}. At T = 0.5 each logit is "
+        f"divided by 0.5, the gap doubles to {fmt(2 * np.log(_ratio(power=1)))}, and the ratio "
+        f"is e^{fmt(2 * np.log(_ratio(power=1)))} = ({fmt(_brea()[0])} / {fmt(_brea()[1])})² = "
+        f"{fmt(_ratio(), 2)}: the likelier character pulls further ahead, which is why the samples "
+        "at T = 0.5 keep to common words. At T = 2 the gap halves and the ratio is its square "
+        f"root, {fmt(_ratio(T=2), 2)}: p flattens."))
 
 
 def sample_chars(p_of, ids, n_new, seed, n_ctx=tx.RECIPE["n_ctx"]):
@@ -336,7 +354,7 @@ def _fresh_rng(p_of, ids, n, seed):
     return ids
 
 
-READ_LINE = "But soft, what light through yonder window breaks?"      # section 6's line
+READ_TEXT = "Now is the winter of our"        # not section 6's line: its map is not on the page above
 
 
 @functools.cache
@@ -344,11 +362,30 @@ def _trained():
     return tx.load_char_model()
 
 
+def _shares(layer, head):
+    """Averaged over the rows of READ_TEXT's map of (layer, head), from row 2 on: the weight on
+    the character one back, on itself, on the first character, and what an even spread
+    over the earlier characters would put on any one of them."""
+    model = _trained()
+    w = attention_weights(model["params"], model["n_head"], tx.encode_chars(READ_TEXT))[layer][head]
+    n = len(w)
+    return (float(np.mean([w[i, i - 1] for i in range(1, n)])), float(np.diagonal(w)[1:].mean()),
+            float(w[1:, 0].mean()), float(np.mean([1 / (i + 1) for i in range(1, n)])))
+
+
 @functools.cache
 def _read_head():
-    """The head with the highest previous-character score on READ_LINE, and its scores."""
-    table = head_table(_trained(), READ_LINE)
-    return max(table, key=lambda r: r[2])
+    """The head whose map the exercise reads: the one that puts the most weight on itself over
+    READ_TEXT."""
+    model = _trained()
+    heads = [(layer, head) for layer in range(len(model["params"]["blocks"]))
+             for head in range(model["n_head"])]
+    return max(heads, key=lambda h: _shares(*h)[1])
+
+
+def read_map(model):
+    """The map exercise 11.4 asks about: its head over READ_TEXT."""
+    attention_maps(model, READ_TEXT, [_read_head()])
 
 
 _READ = ["the character just before it (one back)", "itself", "the first character of the text",
@@ -356,30 +393,21 @@ _READ = ["the character just before it (one back)", "itself", "the first charact
 
 
 def _read_answer():
-    layer, head, prev, itself = _read_head()
-    n = len(READ_LINE)
-    first = _first_weight(layer, head)
-    even = float(np.mean([1 / (i + 1) for i in range(1, n)]))
-    best = max(zip((prev, itself, first, even), _READ))
-    return best[1]
-
-
-def _first_weight(layer, head):
-    model = _trained()
-    w = attention_weights(model["params"], model["n_head"], tx.encode_chars(READ_LINE))[layer][head]
-    return float(w[1:, 0].mean())
+    return max(zip(_shares(*_read_head()), _READ))[1]
 
 
 choice_exercise(
     "11.4", lambda: (f"Read a head's map. The map above is block {_read_head()[0] + 1}, head "
-                     f"{_read_head()[1] + 1}, over the start of section 6's line. Averaged "
-                     "over the rows, where does the largest share of a row's weight go?"),
+                     f"{_read_head()[1] + 1}, over the start of another line, “{READ_TEXT}”. "
+                     "Averaged over the rows, where does the largest share of a row's weight go?"),
     options=_READ, answer=_read_answer,
     hints=lambda: {o: ("Look at where the bright cells lie in each row: on the diagonal (itself), "
                        "just left of it (one back), in the first column, or spread out.")
                    for o in _READ},
     solution=lambda: (
-        f"{_read_answer()[0].upper() + _read_answer()[1:]}: its previous-character score "
-        f"(the mean weight on i − 1) is {fmt(_read_head()[2], 2)}, its weight on itself "
-        f"{fmt(_read_head()[3], 2)}: in the map, the bright cells lie just left of the "
-        "diagonal. Lab 10's previous-token head had the same pattern."))
+        f"{_read_answer()[0].upper() + _read_answer()[1:]}. Averaged over the rows, the weight "
+        f"on itself is {fmt(_shares(*_read_head())[1], 2)}, on the character one back "
+        f"{fmt(_shares(*_read_head())[0], 2)}, on the first character "
+        f"{fmt(_shares(*_read_head())[2], 2)}, and an even spread would give each earlier "
+        f"character {fmt(_shares(*_read_head())[3], 2)}: in the map, the brightest cells lie on "
+        "the diagonal. Why the head reads its own position, the map does not say."))
