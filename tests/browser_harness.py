@@ -308,6 +308,15 @@ def endpoint(browser) -> str:
 _PAGE_HELPERS_JS = (Path(__file__).with_name("browser_page.js")).read_text(encoding="utf-8")
 
 
+def new_page(browser, width: int, height: int, **context_options):
+    """A page in a fresh browser context (no cookies, no storage) with the helpers."""
+    context = browser.new_context(viewport={"width": width, "height": height}, **context_options)
+    context.add_init_script(_PAGE_HELPERS_JS)
+    page = context.new_page()
+    page.set_default_timeout(PAGE_TIMEOUT * 1000)
+    return page
+
+
 @contextlib.contextmanager
 def lab_page(browser, lab: LabServer, width: int = 1400, height: int = 1000,
              shut_down: bool = True):
@@ -317,14 +326,11 @@ def lab_page(browser, lab: LabServer, width: int = 1400, height: int = 1000,
     On exit the page goes, and (unless shut_down=False: another page still uses the lab)
     so do all notebook sessions and kernels, so the next notebook starts clean.
     """
-    context = browser.new_context(viewport={"width": width, "height": height})
-    context.add_init_script(_PAGE_HELPERS_JS)
-    page = context.new_page()
-    page.set_default_timeout(PAGE_TIMEOUT * 1000)
+    page = new_page(browser, width, height)
     try:
         yield page
     finally:
-        context.close()
+        page.context.close()
         if shut_down:
             lab.shut_down_sessions()
 
@@ -408,13 +414,17 @@ def run_all(page, path: str, timeout: float = 120) -> None:
             return
 
 
-def notebook_problems(page, path: str) -> list[str]:
-    """Cells that did not run, error outputs, and widgets that failed or never rendered."""
-    try:
+def _widgets_rendered(page) -> None:
+    """Wait (up to WIDGET_RENDER_TIMEOUT) for no widget to show "Loading widget..."; one that
+    still does is reported by the caller's check, cell by cell."""
+    with contextlib.suppress(TimeoutError):
         wait_in_page(page, "() => !window.__harness.widgetsStillLoading()", None,
                      WIDGET_RENDER_TIMEOUT, "widgets to render", every_ms=250)
-    except TimeoutError:
-        pass  # reported below, cell by cell
+
+
+def notebook_problems(page, path: str) -> list[str]:
+    """Cells that did not run, error outputs, and widgets that failed or never rendered."""
+    _widgets_rendered(page)
     problems = page.evaluate("(path) => window.__harness.problems(path)", path)
     try:
         wait_in_page(page, "([path, ms]) => window.__harness.quietFor(path) >= ms", [path, QUIET_MS],
@@ -446,7 +456,7 @@ _FIRST_OPEN_JS = r"""
   const panel = window.__harness.panel(path);
   const raw = /\b(VBox|HBox|Canvas|ToggleButtons?|FloatSlider|IntSlider|Dropdown|RadioButtons)\(|children=\(/;
   const VIEW = 'application/vnd.jupyter.widget-view+json';
-  const found = [];
+  const found = [], nodes = [];
   const shown = {picture: 0, html: 0, live: 0};
   panel.content.widgets.forEach((cell, i) => {
     if (cell.model.type !== 'code') return;
@@ -467,6 +477,8 @@ _FIRST_OPEN_JS = r"""
       const live = node.querySelector('.course-widget.jupyter-widgets');  // not a stored HTML form
       const img = node.querySelector('img');   // a PNG output, or HTML holding the picture
       const html = node.querySelector('.jp-RenderedHTMLCommon');
+      nodes.push({cell: i + 1, text: text.trim(), picture: !!img,
+                  colour: img && img.complete && img.naturalWidth ? window.__harness.colourShare(img) : null});
       if (live) shown.live += 1;
       else if (img && img.complete && img.naturalWidth > 0) shown.picture += 1;
       else if (html && html.innerText.trim()) shown.html += 1;
@@ -474,7 +486,7 @@ _FIRST_OPEN_JS = r"""
                       `nor its HTML form: ${text.slice(0, 120)}`);
     });
   });
-  return {problems: found, shown};
+  return {problems: found, shown, nodes};
 }
 """
 
@@ -483,12 +495,10 @@ def first_open_report(page, path: str) -> dict:
     """What the open notebook shows: `problems` (raw widget text such as `VBox(children=…`,
     "Error displaying widget", a widget still loading, a widget output that shows
     nothing) and `shown`: how many widget outputs show the live widget, its stored
-    picture (a loaded <img>) or its HTML form."""
-    try:
-        _poll(lambda: not page.evaluate("() => window.__harness.widgetsStillLoading()"),
-              WIDGET_RENDER_TIMEOUT, "widgets to render")
-    except TimeoutError:
-        pass  # reported as a problem
+    picture (a loaded <img>) or its HTML form; and `nodes`: each widget output's cell number,
+    visible text, whether it holds a picture, and that picture's share of coloured pixels
+    (None before it has loaded)."""
+    _widgets_rendered(page)
     return page.evaluate(_FIRST_OPEN_JS, path)
 
 

@@ -105,12 +105,18 @@ def frames_of_presses(page, path: str, root, keys: list[str], nth: int = 0) -> l
 def layout_problems(page, path: str, settle: float = 5.0) -> list[str]:
     """What does not fit its column (harness.layout), asked again for up to `settle`
     seconds while something still does not (plots resize after the page does)."""
+    return asked_again(lambda: page.evaluate("(path) => window.__harness.layout(path)", path),
+                       lambda found: found, settle, 0.25)
+
+
+def asked_again(ask, wrong, settle: float, every: float):
+    """ask(), asked again every `every` s for up to `settle` s while wrong(its answer)."""
     deadline = time.monotonic() + settle
     while True:
-        found = page.evaluate("(path) => window.__harness.layout(path)", path)
-        if not found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.25)
+        answer = ask()
+        if not wrong(answer) or time.monotonic() > deadline:
+            return answer
+        time.sleep(every)
 
 
 def text_sizes(page, path: str) -> list[dict]:
@@ -143,7 +149,6 @@ def browser_zoom(page, factor: float, width: int = 1366, height: int = 768):
 
 
 def zoomed_screenshot(session, path: Path) -> None:
-    import base64
     path.write_bytes(base64.b64decode(session.send("Page.captureScreenshot", {"format": "png"})["data"]))
 
 
@@ -228,37 +233,10 @@ def notebook_path(notebook: Path) -> str:
 def settled_report(page, path: str) -> dict:
     """first_open_report, asked again for a few seconds while it still finds problems
     (pictures decoding, widgets coming back from saved state)."""
-    deadline = time.monotonic() + SETTLE
-    while True:
-        report = first_open_report(page, path)
-        if not report["problems"] or time.monotonic() > deadline:
-            return report
-        time.sleep(0.5)
+    return asked_again(lambda: first_open_report(page, path), lambda r: r["problems"], SETTLE, 0.5)
 
 
 # --------------------------------------------------------------------------- opened fresh
-
-def _widget_output_nodes(page, path: str) -> list[dict]:
-    """For each output that shows a widget's stored form: its visible text, the share of
-    coloured pixels of its picture (None without one), and its cell's number."""
-    return page.evaluate(
-        """(path) => {
-          const panel = window.__harness.panel(path);
-          const found = [];
-          panel.content.widgets.forEach((cell, i) => {
-            if (cell.model.type !== 'code') return;
-            const outputs = cell.model.outputs.toJSON();
-            const nodes = [...cell.node.querySelectorAll('.jp-OutputArea-child')];
-            outputs.forEach((o, k) => {
-              if (!window.__harness.isWidgetOutput(o) || !nodes[k]) return;
-              const img = nodes[k].querySelector('img');
-              found.push({cell: i + 1, text: nodes[k].innerText.trim(), picture: !!img,
-                          colour: img && img.complete && img.naturalWidth
-                                  ? window.__harness.colourShare(img) : null});
-            });
-          });
-          return found;
-        }""", path)
 
 
 def first_open_all(lab, page, notebooks: list[Path]) -> dict[str, dict[str, list[str]]]:
@@ -289,7 +267,7 @@ def first_open_all(lab, page, notebooks: list[Path]) -> dict[str, dict[str, list
             if shown["picture"] != pictures or shown["html"] != len(expected) - pictures:
                 f["shown"].append(f"expected {pictures} pictures and {len(expected) - pictures} "
                                   f"HTML forms, shown {shown}")
-            for node in _widget_output_nodes(page, path):
+            for node in report["nodes"]:
                 where = f"cell {node['cell']}"
                 rules = NOTE if node["picture"] else (NOTE_LIVE,)
                 if not all(rule.search(node["text"]) for rule in rules):

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Iterator
 from urllib.parse import urlparse
 
-from browser_harness import (_PAGE_HELPERS_JS, CHROMIUM, CHROMIUM_ARGS, LAB_SETTING_OVERRIDES,
-                             PAGE_TIMEOUT, free_port, wait_in_page)
+from browser_harness import (CHROMIUM, CHROMIUM_ARGS, LAB_SETTING_OVERRIDES, PAGE_TIMEOUT, free_port,
+                             new_page, wait_in_page)
 
 LOOPBACK = "127.0.0.1"
 KERNEL_READY_TIMEOUT = 90  # s; about 10 s on 2 idle cores
@@ -93,12 +93,8 @@ class Offline:
             route.abort("blockedbyclient")
 
     def page(self, width: int = 1366, height: int = 768):
-        context = self.browser.new_context(viewport={"width": width, "height": height},
-                                           service_workers="allow")
-        context.route("**/*", self._route)
-        context.add_init_script(_PAGE_HELPERS_JS)
-        page = context.new_page()
-        page.set_default_timeout(PAGE_TIMEOUT * 1000)
+        page = new_page(self.browser, width, height, service_workers="allow")
+        page.context.route("**/*", self._route)
         return page
 
     def close(self) -> None:

@@ -14,11 +14,13 @@ from pathlib import Path
 import re
 import warnings
 
+import ipywidgets as widgets
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, arrays
+from widget_tools import text, walk
 
 import toy_checks
 import toy_gpt2
@@ -637,8 +639,6 @@ def test_a_widget_builder_answers_a_wrong_text_in_one_sentence():
 
 
 def test_the_steppers_seed_box_and_the_explorers_temperature_read_any_number():
-    from widget_tools import text, walk
-    import ipywidgets as widgets
     root = tw.generation_stepper(SENTENCE)
     box = next(w for w in walk(root) if isinstance(w, widgets.Text) and w.description == "seed")
     for bad, sentence in [(str(2**63), f"The seed must be a whole number from 0 to 2**63 - 1, not {2**63}."),
@@ -661,10 +661,8 @@ def test_the_steppers_seed_box_and_the_explorers_temperature_read_any_number():
 # Every box a number is typed into reads it with one parser, so the same bad text gets the
 # same sentence in each; {as} is where a widget names its number ("the logit as ").
 TYPED_SENTENCES = [
-    ("abc", "'abc' is not a number: type {as}a decimal number such as 0.25, or a fraction such as 3/4."),
-    ("nan", "'nan' is not a number: type {as}a decimal number such as 0.25, or a fraction such as 3/4."),
-    ("1_0", "'1_0' is not a number: type {as}a decimal number such as 0.25, or a fraction such as 3/4."),
-    ("0x1f", "'0x1f' is not a number: type {as}a decimal number such as 0.25, or a fraction such as 3/4."),
+    *[(typed, f"'{typed}' is not a number: type {{as}}a decimal number such as 0.25, or a fraction such as 3/4.")
+      for typed in ("abc", "nan", "1_0", "0x1f")],
     ("0,811", "'0,811': use a point for decimals (0.811) and commas only between groups of three digits (7,000)."),
     ("7,00", "'7,00': use a point for decimals (0.811) and commas only between groups of three digits (7,000)."),
     ("1/0", "'1/0' divides by 0: a fraction needs a denominator other than 0."),
@@ -672,8 +670,6 @@ TYPED_SENTENCES = [
 
 
 def test_the_same_bad_number_gets_the_same_sentence_in_every_box():
-    from widget_tools import text, walk
-    import ipywidgets as widgets
     for typed, sentence in TYPED_SENTENCES:
         assert tw.exercise("06.3").try_answer(typed) == sentence.format(**{"as": ""})
     for build, what in ((tw.logit_playground, "logit"), (tw.logit_shift, "constant c")):

@@ -25,6 +25,7 @@ asserts one kind of finding. Select these with `pytest -m lite`.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import hashlib
 import json
 import re
@@ -99,42 +100,46 @@ def _exercise(page, answer: str, send: str) -> str:
     return " ".join(box.inner_text().split())
 
 
+@contextlib.contextmanager
+def _visiting(offline: Offline, label: str, found: dict, then: str):
+    """A fresh page for notebook `label`; an error stops its visit with one line for the
+    report (and leaves `then`, what was still to check, unchecked), the page for a look."""
+    page = offline.page()
+    try:
+        yield page
+    except Exception as error:
+        found["run"].append(f"{label}: the visit stopped: {str(error).splitlines()[0]}")
+        found[then].append(f"not checked: the visit of {label} stopped")
+        page.screenshot(path=SHOTS / f"{label}.png")
+    finally:
+        page.context.close()
+
+
+def _open_and_run(page, site: str, path: str, label: str, found: dict, as_a_learner=False) -> None:
+    found["seconds"][f"{label} kernel"] = round(open_lite(page, site, path, as_a_learner), 1)
+    start = time.monotonic()
+    run_all(page, path)
+    found["run"] += [f"{label}: {p}" for p in notebook_problems(page, path)]
+    found["seconds"][f"{label} run all"] = round(time.monotonic() - start, 1)
+    found["stderr"] += [f"{label}: {s}" for s in stderr_outputs(page, path)]
+
+
 def _visit(site: str, offline: Offline) -> dict:
     found = {"run": [], "stderr": [], "exercise": [], "playground": [], "seconds": {}}
     shots = SHOTS
     shots.mkdir(parents=True, exist_ok=True)
-
-    page = offline.page()
-    try:
+    with _visiting(offline, "01", found, "exercise") as page:
         # Run All the moment the toolbar shows the kernel idle, as a learner would: it must
         # run every cell, not send them to a kernel still loading (run_all waits for each).
-        found["seconds"]["01 kernel"] = round(open_lite(page, site, TOKENS_01, as_a_learner=True), 1)
-        start = time.monotonic()
-        run_all(page, TOKENS_01)
-        found["run"] += [f"01: {p}" for p in notebook_problems(page, TOKENS_01)]
-        found["seconds"]["01 run all"] = round(time.monotonic() - start, 1)
-        found["stderr"] += [f"01: {s}" for s in stderr_outputs(page, TOKENS_01)]
+        _open_and_run(page, site, TOKENS_01, "01", found, as_a_learner=True)
         for answer, send in (("6", "Enter"), ("7", "Check")):
             shown = _exercise(page, answer, send)
             expected = exercise_says(int(answer))
             if " ".join(expected.split()) not in shown:
                 found["exercise"].append(f"01.1 answered {answer} ({send}): expected "
                                          f"{expected!r}, the page shows {shown[-300:]!r}")
-    except Exception as error:             # one line for the report; the page for a look
-        found["run"].append(f"01: the visit stopped: {str(error).splitlines()[0]}")
-        found["exercise"].append("not checked: the visit of 01 stopped")
-        page.screenshot(path=shots / "01.png")
-    finally:
-        page.context.close()
-
-    page = offline.page()
-    try:
-        found["seconds"]["06 kernel"] = round(open_lite(page, site, OUTPUT_06), 1)
-        start = time.monotonic()
-        run_all(page, OUTPUT_06)
-        found["run"] += [f"06: {p}" for p in notebook_problems(page, OUTPUT_06)]
-        found["seconds"]["06 run all"] = round(time.monotonic() - start, 1)
-        found["stderr"] += [f"06: {s}" for s in stderr_outputs(page, OUTPUT_06)]
+    with _visiting(offline, "06", found, "playground") as page:
+        _open_and_run(page, site, OUTPUT_06, "06", found)
         watch_kernel_errors(page, OUTPUT_06)
         steps = [Interaction("logit-playground", click_slider(0.75), TEXT_CHANGES, "logit of"),
                  Interaction("logit-playground", type_text("3.33"), TEXT_CHANGES, playground_line(3.33))]
@@ -155,12 +160,6 @@ def _visit(site: str, offline: Offline) -> dict:
                 found["playground"].append(f"after the slider step the page shows {text[:300]!r}, "
                                            f"the model {playground_line(logit)!r}")
         found["playground"] += perform(page, steps[1], shots / "06-typed")
-    except Exception as error:
-        found["run"].append(f"06: the visit stopped: {str(error).splitlines()[0]}")
-        found["playground"].append("not checked: the visit of 06 stopped")
-        page.screenshot(path=shots / "06.png")
-    finally:
-        page.context.close()
     return found
 
 
