@@ -195,8 +195,11 @@ def fast_loss_and_grads(ids, targets, params, n_head):
     What makes it faster: the batch's rows are one table [B n, d] for every product; each
     intermediate is kept once by the forward pass for the backward one (no pass is run
     twice, GELU's tanh included); all heads go through attention at once; long chains of
-    arithmetic write into one array instead of making a new one per operation.
-    Only what the lab trains: ids and targets [B, n] with every target graded, the
+    arithmetic write into one array instead of making a new one per operation; sums along
+    rows and down columns are products with ones; attention's scores are shifted by their
+    row's largest only when one of them is far enough from 0 for e^score to leave float32's
+    range, and the backward pass's row sums over the weights are taken over the head's
+    d_head outputs instead. Only what the lab trains: ids and targets [B, n] with every target graded, the
     causal mask, blocks with an MLP, an output layer of its own (w_u)."""
     ids, targets = np.asarray(ids), np.asarray(targets)
     if ids.ndim != 2 or targets.shape != ids.shape or (targets < 0).any() or "w_u" not in params:
@@ -210,18 +213,27 @@ def fast_loss_and_grads(ids, targets, params, n_head):
     scale = 1 / float(np.sqrt(d_head))                        # attention's 1 / sqrt(d_head)
     mask = np.where(np.tri(n, dtype=bool), 0, -np.inf).astype(params["wte"].dtype)   # [n, n]
 
+    # Sums along a row or down a column as products with a column or a row of ones: the same
+    # sums, added up by the matrix library, which does it several times faster than numpy's
+    # m.sum(axis=-1) and m.sum(axis=0) on rows as short as these.
+    def row_sums(m):                                          # [..., k] -> [..., 1]
+        return m @ np.ones((m.shape[-1], 1), m.dtype)
+
+    def column_sums(m):                                       # [N, k] -> [k]
+        return np.ones(len(m), m.dtype) @ m
+
     def ln(x, g, b):                                          # LayerNorm, keeping xhat and 1/std
-        xhat = x - x.mean(axis=-1, keepdims=True)
-        rstd = 1 / np.sqrt((xhat * xhat).mean(axis=-1, keepdims=True) + 1e-5)
+        xhat = x - row_sums(x) * (1 / d)
+        rstd = 1 / np.sqrt(row_sums(xhat * xhat) * (1 / d) + 1e-5)
         xhat *= rstd
         return xhat * g + b, xhat, rstd
 
     def ln_back(dout, xhat, rstd, g):
         dxhat = dout * g
-        dx = dxhat - dxhat.mean(axis=-1, keepdims=True)
-        dx -= xhat * (dxhat * xhat).mean(axis=-1, keepdims=True)
+        dx = dxhat - row_sums(dxhat) * (1 / d)
+        dx -= xhat * (row_sums(dxhat * xhat) * (1 / d))
         dx *= rstd
-        return dx, {"g": (dout * xhat).sum(axis=0), "b": dout.sum(axis=0)}
+        return dx, {"g": column_sums(dout * xhat), "b": column_sums(dout)}
 
     def heads(m):                                             # [B, n, d] -> [B, H, n, d_head]
         return m.reshape(B, n, n_head, d_head).transpose(0, 2, 1, 3)
@@ -232,29 +244,36 @@ def fast_loss_and_grads(ids, targets, params, n_head):
     for blk in params["blocks"]:
         at, ml = blk["attn"], blk["mlp"]
         a, xhat1, rstd1 = ln(x, **blk["ln_1"])
-        qkv = (a @ at["c_attn"]["w"] + at["c_attn"]["b"]).reshape(B, n, 3 * d)
-        q, k, v = (heads(qkv[..., i * d:(i + 1) * d]) for i in range(3))
+        qkv = a @ at["c_attn"]["w"]
+        qkv += at["c_attn"]["b"]                              # [N, 3 d]
+        q, k, v = (heads(qkv.reshape(B, n, 3 * d)[..., i * d:(i + 1) * d]) for i in range(3))
         q = q * scale                                         # scaled before: 4x fewer numbers
         w = q @ k.swapaxes(-1, -2)                            # [B, H, n, n]: the scores
+        shift = not -60 < w.min() <= w.max() < 60             # e^score is a fine float32 in (-60, 60)
         w += mask
-        w -= w.max(axis=-1, keepdims=True)
+        if shift:                                             # only then is the row's max needed
+            w -= w.max(axis=-1, keepdims=True)
         np.exp(w, out=w)
-        w /= w.sum(axis=-1, keepdims=True)                    # the attention weights
+        w *= 1 / row_sums(w)                                  # the attention weights
         concat = (w @ v).transpose(0, 2, 1, 3).reshape(N, d)
-        h = x + (concat @ at["c_proj"]["w"] + at["c_proj"]["b"])
+        h = concat @ at["c_proj"]["w"]
+        h += at["c_proj"]["b"]
+        h += x
         u, xhat2, rstd2 = ln(h, **blk["ln_2"])
-        pre = u @ ml["c_fc"]["w"] + ml["c_fc"]["b"]           # [N, d_mlp]
-        t = pre * pre
-        t *= pre
-        t *= k3
-        t += pre
-        t *= c
-        np.tanh(t, out=t)                                     # tanh(c (pre + k3 pre^3))
-        act = 1 + t
-        act *= pre
-        act *= 0.5                                            # GELU(pre)
-        y = h + (act @ ml["c_proj"]["w"] + ml["c_proj"]["b"])
-        kept.append((x, a, xhat1, rstd1, q, k, v, w, concat, u, xhat2, rstd2, pre, t, act))
+        pre = u @ ml["c_fc"]["w"]
+        pre += ml["c_fc"]["b"]                                # [N, d_mlp]
+        half = pre * pre
+        half *= c * k3
+        half += c
+        half *= pre
+        np.tanh(half, out=half)                               # t = tanh(c (pre + k3 pre^3))
+        half += 1
+        half *= 0.5                                           # (1 + t) / 2
+        act = half * pre                                      # GELU(pre)
+        y = act @ ml["c_proj"]["w"]
+        y += ml["c_proj"]["b"]
+        y += h
+        kept.append((x, a, xhat1, rstd1, q, k, v, w, concat, u, xhat2, rstd2, pre, half, act))
         x = y
     f, xhat_f, rstd_f = ln(x, **params["ln_f"])
     logits = f @ params["w_u"]                                # [N, V]
@@ -271,38 +290,37 @@ def fast_loss_and_grads(ids, targets, params, n_head):
     grads = {"w_u": f.T @ p}
     dy, grads["ln_f"] = ln_back(p @ params["w_u"].T, xhat_f, rstd_f, params["ln_f"]["g"])
     block_grads = []
-    for blk, (x, a, xhat1, rstd1, q, k, v, w, concat, u, xhat2, rstd2, pre, t, act) in zip(
+    for blk, (x, a, xhat1, rstd1, q, k, v, w, concat, u, xhat2, rstd2, pre, half, act) in zip(
             reversed(params["blocks"]), reversed(kept)):
         at, ml = blk["attn"], blk["mlp"]
         g = {}
         dact = dy @ ml["c_proj"]["w"].T
-        mlp_proj = {"w": act.T @ dy, "b": dy.sum(axis=0)}
-        slope = t * t                                         # GELU's slope at pre
-        np.subtract(1, slope, out=slope)
+        mlp_proj = {"w": act.T @ dy, "b": column_sums(dy)}
+        slope = 1 - half                                      # GELU's slope at pre:
+        slope *= half                                         # (1 - t^2) / 4 = half (1 - half)
         slope *= pre
-        slope *= 0.5 * c
         cubic = pre * pre
-        cubic *= 3 * k3
-        cubic += 1
-        slope *= cubic
-        np.multiply(t, 0.5, out=cubic)
-        slope += cubic
-        slope += 0.5
+        cubic *= 6 * c * k3
+        cubic += 2 * c
+        slope *= cubic                                        # c pre (1 - t^2)(1 + 3 k3 pre^2) / 2
+        slope += half
         dact *= slope                                         # d loss / d pre
-        g_fc = {"w": u.T @ dact, "b": dact.sum(axis=0)}
+        g_fc = {"w": u.T @ dact, "b": column_sums(dact)}
         du, g_ln2 = ln_back(dact @ ml["c_fc"]["w"].T, xhat2, rstd2, blk["ln_2"]["g"])
         dh = dy + du
         dconcat = heads((dh @ at["c_proj"]["w"].T).reshape(B, n, d))
-        attn_proj = {"w": concat.T @ dh, "b": dh.sum(axis=0)}
+        attn_proj = {"w": concat.T @ dh, "b": column_sums(dh)}
         dw = dconcat @ v.swapaxes(-1, -2)                     # d loss / d weights
         dqkv = np.empty((B, n, 3, n_head, d_head), dtype=dh.dtype)
         dqkv[:, :, 2] = (w.swapaxes(-1, -2) @ dconcat).transpose(0, 2, 1, 3)
-        dw -= (dw * w).sum(axis=-1, keepdims=True)
+        # each row's sum of dw * w, taken as (dconcat * the head's output) over d_head
+        # numbers instead of n: sum_j w_ij (dconcat_i . v_j) = dconcat_i . (w v)_i
+        dw -= row_sums(dconcat * heads(concat.reshape(B, n, d)))
         dw *= w                                               # d loss / d scores
         dqkv[:, :, 0] = (dw @ k * scale).transpose(0, 2, 1, 3)
         dqkv[:, :, 1] = (dw.swapaxes(-1, -2) @ q).transpose(0, 2, 1, 3)    # q holds the scale
         dqkv = dqkv.reshape(N, 3 * d)
-        g_attn = {"w": a.T @ dqkv, "b": dqkv.sum(axis=0)}
+        g_attn = {"w": a.T @ dqkv, "b": column_sums(dqkv)}
         dx, g_ln1 = ln_back(dqkv @ at["c_attn"]["w"].T, xhat1, rstd1, blk["ln_1"]["g"])
         dy = dh + dx
         g = {"ln_1": g_ln1, "attn": {"c_attn": g_attn, "c_proj": attn_proj}, "ln_2": g_ln2,
