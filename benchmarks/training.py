@@ -152,13 +152,15 @@ def lab11_table(repeats, threads, keep, rounds=5):
         _, grads = tx.fast_loss_and_grads(x, y, p, n_head)
         state["fast"] = tt.adam_step(p, grads, s, 1e-3)
 
-    def halves_step():
-        p, s = state["halves"]
+    def halves_step():                              # as tx.adam_run: Adam on one vector
+        w, p, s = state["halves"]
         _, grads = tx.halves_loss_and_grads(x, y, p, n_head, state["pool"])
-        state["halves"] = tt.adam_step(p, grads, s, 1e-3)
+        state["halves"] = w, p, tx.adam_in_place(w, tx.as_vector(grads, p), s, 1e-3)
 
-    state["fast"] = state["halves"] = (params, None)
-    contenders = {"numpy, lab 11's step (tx.halves_loss_and_grads, both cores)": halves_step,
+    state["fast"] = (params, None)
+    w = tx.as_vector(params, params)
+    state["halves"] = (w, tx.from_vector(w, params), None)
+    contenders = {"numpy, lab 11's step (tx.halves_loss_and_grads, tx.adam_in_place)": halves_step,
                   "numpy, lab 11's step unsplit (tx.fast_loss_and_grads)": fast_step,
                   "numpy, lab 08's functions (tt.loss_and_grads)": numpy_step}
     first = [f"numpy {tt.loss_and_grads(x, y, params, n_head)[0]:.6f}",

@@ -111,6 +111,29 @@ def test_the_halves_on_two_threads_give_the_whole_batchs_step():
         assert np.allclose(two, tm.get_weight(grads, name), rtol=0, atol=1e-12), name
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_adam_on_one_vector_moves_every_weight_as_adam_step_does(dtype):
+    """Three steps of tt.adam_step on the tree and of tx.adam_in_place on the weights laid
+    end to end, with the same gradients and learning rates: the same bits."""
+    import toy_train as tt
+    rng = np.random.default_rng(3)
+    params = tm.tree_map(lambda w: np.asarray(w, dtype), tt.init_params(
+        2, d=8, d_mlp=12, n_layer=2, n_vocab=tx.N_CHARS, n_ctx=6, std=0.3))
+    w = tx.as_vector(params, params)
+    viewed = tx.from_vector(w, params)
+    assert all(np.array_equal(tm.get_weight(viewed, n), tm.get_weight(params, n))
+               for n in tm.weight_names(params))
+    tree, state, flat_state = params, None, None
+    for lr in (1e-3, 3e-3, 2e-3):
+        grads = tm.tree_map(lambda x: rng.standard_normal(x.shape).astype(dtype), params)
+        tree, state = tt.adam_step(tree, grads, state, lr)
+        flat_state = tx.adam_in_place(w, tx.as_vector(grads, params), flat_state, lr)
+        assert w.dtype == dtype and flat_state["t"] == state["t"]
+        for name in tm.weight_names(params):                 # the views follow w
+            assert np.array_equal(tm.get_weight(viewed, name), tm.get_weight(tree, name)), name
+    assert np.array_equal(flat_state["v"], tx.as_vector(state["v"], params))
+
+
 def test_keeping_freed_memory_changes_no_number():
     import toy_train as tt
     params = tx.new_char_model(1)
@@ -342,6 +365,7 @@ def test_exercise_11_4_reads_a_map_that_is_not_on_the_page_above(page):
     layer, head = lab._read_head()
     section_6 = out.split("Check yourself 11.1")[0]
     assert f"left: block {layer + 1}, head {head + 1}" not in section_6   # nor shown as a map there
+    assert "itself" not in section_6                      # nor its answer measured there
 
 
 def test_the_page_names_the_nine_training_plays(page):
