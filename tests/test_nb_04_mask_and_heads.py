@@ -1,5 +1,8 @@
-"""Notebook 04 (mask and two heads): the mask/heads widget, without a browser, and 04.2's
-answer recomputed by hand."""
+"""Notebook 04 (mask and two heads): the mask/heads widget, without a browser; 04.2's
+answer recomputed by hand; the write-it-yourself 04.5 (split into heads, attend,
+concatenate) checked against the model's own multi-head attention, which an independent
+reshape-and-softmax version agrees with (its typical mistakes and the stored unfinished
+function: tests/test_exercises.py, as for every write-it-yourself exercise)."""
 
 
 import ipywidgets as widgets
@@ -124,3 +127,27 @@ def test_04_2_taking_the_mask_away_shrinks_every_old_weight_by_one_factor():
             assert factor[0] < 1
     assert tw.exercise("04.2").try_answer("every one goes down, all by the same factor").startswith("Right")
     assert not tw.exercise("04.2").try_answer("they stay the same").startswith("Right")
+
+
+def independent_heads(q, k, v, n_head):
+    """Multi-head attention written differently from the model: a reshape into
+    [n_head, n, d_head], a batched product, a mask by index comparison."""
+    n, d = q.shape
+    qh, kh, vh = [m.reshape(n, n_head, d // n_head).transpose(1, 0, 2) for m in (q, k, v)]
+    scores = qh @ kh.transpose(0, 2, 1) / np.sqrt(d // n_head)
+    rows, cols = np.indices((n, n))
+    scores[:, cols > rows] = -np.inf
+    w = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    out = (w / w.sum(axis=-1, keepdims=True)) @ vh                     # [n_head, n, d_head]
+    return out.transpose(1, 0, 2).reshape(n, d)
+
+
+def test_04_5_the_model_agrees_with_an_independent_version_on_every_input():
+    spec = tw.EXERCISES["04.5"]
+    cases = list(tw.exercises._now(spec["cases"]))
+    assert len(cases) >= 4 and {args[3] for _, args in cases} >= {1, 2, 3}
+    for label, args in cases:
+        np.testing.assert_allclose(spec["reference"](*args), independent_heads(*args), atol=1e-12,
+                                   err_msg=label)
+    r = tm.intermediates("the cat climbed the")
+    np.testing.assert_allclose(spec["reference"](r["q"], r["k"], r["v"], 2), r["concat"], atol=1e-12)
