@@ -54,41 +54,31 @@ def test_starts_masked_with_both_heads_and_the_future_blank(mh):
 
 
 def test_mask_off_fills_the_future_and_names_the_largest_leak(mh):
+    """With the mask off, the maps show the reference's weights (tests/reference.py; every
+    combination of the controls against the model's: test_widgets_combinations.py), both
+    heads, then head 2 alone on one map; the line names the largest leak, found by hand."""
     root, mask, which, info, area, fig = mh
-    before = image(fig.axes[0]).copy()
-    mask.value = False
-    after = image(fig.axes[0])
-    assert not np.allclose(np.nan_to_num(before), np.nan_to_num(after))
-    assert not np.any(np.isnan(after))
     w = open_weights_by_hand()
-    np.testing.assert_allclose(after, w[0], atol=1e-12)
-    np.testing.assert_allclose(image(fig.axes[1]), w[1], atol=1e-12)
+    tokens = ["the", "␣cat", "␣climb", "ed", "␣the"]
+    mask.value = False
+    for h in (0, 1):
+        np.testing.assert_allclose(image(fig.axes[h]), w[h], atol=1e-12)
     leak, h, i = max((leak_by_hand(w[h])[i], h, i) for h in range(2) for i in range(5))
     assert (h, i) == (0, 0)                      # the largest leak: row 1 (the), head 1
     assert info.value == (f"With the mask off, row 1 (the) puts {leak:.3f} of its weight "
                           f"on future tokens (head 1).")
     assert "(no mask)" in fig.axes[0].get_title()
-    mask.value = True
-    assert np.all(np.isnan(image(fig.axes[0])[np.triu(np.ones((5, 5), dtype=bool), k=1)]))
-    assert area.value == ""
-
-
-def test_choosing_one_head_shows_one_map_with_that_heads_weights(mh):
-    root, mask, which, info, area, fig = mh
     which.value = "head 2"
     assert fig.axes[0].get_visible() and not fig.axes[1].get_visible()
     assert fig.axes[0].get_title().startswith("head 2")
-    w2 = tm.intermediates("the cat climbed the")["heads"][1]["weights"]
-    low = np.tril(np.ones((5, 5), dtype=bool))
-    assert np.allclose(image(fig.axes[0])[low], w2[low])
-    mask.value = False
-    w2_open = open_weights_by_hand()[1]
-    np.testing.assert_allclose(image(fig.axes[0]), w2_open, atol=1e-12)
-    leak = leak_by_hand(w2_open)
+    np.testing.assert_allclose(image(fig.axes[0]), w[1], atol=1e-12)
+    leak = leak_by_hand(w[1])
     i = int(np.argmax(leak))
-    tokens = ["the", "␣cat", "␣climb", "ed", "␣the"]
     assert info.value == (f"With the mask off, row {i + 1} ({tokens[i]}) puts "
                           f"{leak[i]:.3f} of its weight on future tokens (head 2).")
+    mask.value = True
+    assert np.all(np.isnan(image(fig.axes[0])[np.triu(np.ones((5, 5), dtype=bool), k=1)]))
+    assert area.value == ""
     which.value = "both"
     assert all(ax.get_visible() for ax in fig.axes)
 
