@@ -31,6 +31,7 @@ import toy_train as tt
 import toy_train_checks
 import toy_tree
 import toy_widgets as tw
+import toy_writes as tx
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -161,6 +162,27 @@ BAD = [
     (lambda: tm.generate(SENTENCE, cache="yes"), "cache"),
     *[(lambda kwargs=kwargs: tw.generation_stepper(SENTENCE, **kwargs), "seed|Temperature")
       for kwargs in ({"seed": -1}, {"seed": 2**64}, {"seed": 1.5}, {"temperature": -1}, {"temperature": "hot"})],
+    # lab 11's characters and helpers: the sentence starts with the function's name
+    (lambda: tx.encode_chars("Señor"), r"^(?!.*\. )tx\.encode_chars: the character 'ñ' \(at position 2\).*\.$"),
+    (lambda: tx.decode_chars([1, 70]), r"^tx\.decode_chars: the id 70 .* from 0 to 62\.$"),
+    *[(lambda bad=bad: tx.decode_chars(bad), r"^tx\.decode_chars takes.*\.$") for bad in ("abc", 3, [[1]], [0.5])],
+    (lambda: tx.encode_chars(["a"]), r"^tx\.encode_chars takes text.*\.$"),
+    (lambda: tx.windows(tx.encode_chars("to be or not to be"), [20], 4), r"^tx\.windows takes.*\.$"),
+    (lambda: tx.windows(tx.encode_chars("to be or not to be"), [0.5], 4), r"^tx\.windows takes.*\.$"),
+    (lambda: tx.windows(tx.encode_chars("to be or not to be"), "0", 4), r"^tx\.windows takes.*\.$"),
+    (lambda: tx.smoothed([3, -1]), r"^tx\.smoothed takes.*\.$"),
+    (lambda: tx.smoothed([3, 1], add=0), r"^tx\.smoothed takes.*\.$"),
+    (lambda: tx.smoothed("counts"), r"^tx\.smoothed takes.*\.$"),
+    (lambda: tx.first_below([0, 50], [3.0]), r"^tx\.first_below takes.*\.$"),
+    (lambda: tx.first_below([0, 50], [3.0, 1.0], "2"), r"^tx\.first_below takes.*\.$"),
+    (lambda: tx.adam_run(None, {}, 10, 1e-3, 1, 4, print, {}), r"^tx\.adam_run takes.*\.$"),
+    (lambda: tx.adam_run(lambda s: None, {}, 10, -1, 1, 4, print, {}), r"^tx\.adam_run takes.*\.$"),
+    (lambda: tx.fast_loss_and_grads([1, 2], [2, 3], tx.new_char_model(0), 4), r"^tx\.fast_loss_and_grads takes.*\.$"),
+    (lambda: tx.halves_loss_and_grads([[1, 2]], [[2, 3]], tx.new_char_model(0), 4),
+     r"^tx\.halves_loss_and_grads takes.*\.$"),
+    (lambda: tx.fast_loss_and_grads([[1, 2]], [[2, -1]], tx.new_char_model(0), 4), r"^tx\.fast_loss_and_grads takes.*\.$"),
+    (lambda: tx.fast_loss_and_grads([[1, 2]], [[2, 3]], tm.tie(tx.new_char_model(0)), 4),
+     r"^tx\.fast_loss_and_grads takes.*\.$"),
 ]
 
 
