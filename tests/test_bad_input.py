@@ -400,21 +400,20 @@ A = {
     "params_by_part": [PARAMS], "tokenizers_merges": [TEXT, COUNT], "time_generation": [IDS, PARAMS, either(st.just(2)), COUNT, FLAG],
 }
 
-# The model's functions' declared checks take what the functions take, and so do the
-# backward functions'.
-A.update({f"check_{name}": A[name] for name in [
+# A function's declared check (toy_checks.checked) runs first in every call of the function
+# from outside the model's code, with the call's arguments: fuzzing the function fuzzes it.
+A.update(dict.fromkeys([f"check_{name}" for name in [
     "transpose", "softmax_cross_entropy_backward", "linear_backward", "layer_norm_backward",
     "gelu_backward", "mlp_backward", "softmax_backward", "attention_backward",
     "multi_head_backward", "block_backward", "unembed_backward", "embed_backward", "backward",
-    "sgd_step", "adam_step", "grad_norm", "clip_gradients"]})
+    "sgd_step", "adam_step", "grad_norm", "clip_gradients", "layer_norm", "gelu", "softmax",
+    "log_softmax", "linear", "embed", "causal_mask", "attention", "multi_head", "mlp", "block",
+    "unembed"]], "skip: runs first in each call of the function it checks, fuzzed with the same arguments"))
 A.update({"raise_unless": "skip: the checks' own sentence, given the verdict they have computed",
           "positive": [NUMBER, WHO], "same_shape": [WHO],
           "as_linear": [C_FC, WHO, COUNT], "as_block": [BLOCK, COUNT, WHO], "as_mask": [FLAG, WHO],
           "leaves": [PARAMS], "gradient_tree": [GRADS, WHO]})
 
-A.update({f"check_{name}": A[name] for name in ["layer_norm", "gelu", "softmax", "log_softmax", "linear",
-                                                 "embed", "causal_mask", "attention", "multi_head",
-                                                 "mlp", "block", "unembed"]})
 A.update({"check_finite": "skip: forward and the losses call it on their own result, after check_params",
           "read_sweep": "skip: each lab's sweep loader checks the path, then calls it"})
 A.update({"checked": "skip: a decorator, applied to the model's functions above"})
