@@ -358,21 +358,17 @@ def test_the_tying_picture_shows_the_the_leading_when_tied():
 # --- the playground keeps the exact logit when it is typed back as shown -----------------
 
 def test_typing_back_the_shown_logit_changes_nothing():
+    """The logit shown (2.491) typed back keeps the exact logit; typed once more after another
+    value, it applies (other typed values: test_logit_playground_shows_the_models_p_...)."""
     box = tw.logit_playground()
     typed = find(box, widgets.Text)[0]
-    line = find(box, widgets.HTML)[-2]
-    z0 = tm.intermediates(TEXT)["logits"][-1]
-    roof = tm.VOCAB.index(" roof")
-    before = text(line)
-    assert z0[roof] != float(tw.fmt(z0[roof])), "the shown logit is rounded"
-    typed.value = tw.fmt(z0[roof])                 # 2.491, as shown
-    assert np.array_equal(box.state.z, z0) and text(line) == before
-    assert np.allclose(shown(box.chart), tm.softmax(z0))
-    typed.value = "2.5"                            # another value is applied exactly
-    assert box.state.z[roof] == 2.5
-    typed.value = ""
+    before = text(parts(box)[0])
+    assert Z0[ROOF] != float(tw.fmt(Z0[ROOF])), "the shown logit is rounded"
+    typed.value = tw.fmt(Z0[ROOF])
+    assert np.array_equal(box.state.z, Z0) and text(parts(box)[0]) == before
+    typed.value = "2.5"
     typed.value = "2.491"                          # what is shown now is 2.500: 2.491 applies
-    assert box.state.z[roof] == 2.491
+    assert box.state.z[ROOF] == 2.491
 
 
 # --- the loss from the logits, position 5, the direct path and the subject ----------------

@@ -265,7 +265,7 @@ def stepper_call():
 
 def test_the_stepper_a_class_sees_first_writes_a_sentence():
     """The default demo ends the text with <|endoftext|> after a sentence, and no draw is a
-    long shot; the widget, clicked through, writes the same text tm.generate does."""
+    long shot (that the widget writes what tm.generate does: test_widgets_combinations.py)."""
     args = stepper_call()
     steps = tm.generate(args["prompt"], temperature=args["temperature"], seed=args["seed"])
     assert args["temperature"] == 1, "the demo samples from the model's own p"
@@ -274,13 +274,6 @@ def test_the_stepper_a_class_sees_first_writes_a_sentence():
     assert min(s["p"][s["next"]] for s in steps) > 0.05
     assert [s["next"] for s in steps] != [s["next"] for s in tm.generate(args["prompt"])], \
         "a draw that only repeats greedy shows nothing greedy does not"
-
-    root = tw.generation_stepper(**args)
-    button = next(w for w in walk(root) if type(w).__name__ == "Button")
-    for want in steps:
-        button.click()
-        assert root.state.ids[-1] == want["next"]
-    assert button.disabled and root.state.ids == ids
 
 
 def colour(c):
