@@ -647,16 +647,20 @@ def test_widget_builders_take_junk(module, name, fn, toy_lab):
 
 # --- What a learner types into the widgets (writes into the weights: tests/test_toy_model.py) --
 
+LONG = " ".join(["the"] * 20)
+
+
 def test_a_widget_builder_answers_a_wrong_text_in_one_sentence():
     for name in ["tokenizer_widget", "embedding_scatter", "query_picker", "mask_and_heads", "block_branches",
                  "logit_playground", "logit_shift", "attention_switch", "tying_switch",
                  "temperature_explorer", "generation_stepper"]:
-        for junk in [None, 5, "", "the cat jumped", "the " * 20, [0, 1, 2], b"the", np.array([1, 2])]:
+        for junk in [None, 5, "", "the cat jumped", "the " * 20, LONG, [0, 1, 2], b"the", np.array([1, 2])]:
             if name == "tokenizer_widget" and isinstance(junk, str):
                 continue                            # any text: the widget says what it cannot cover
             with pytest.raises(ValueError) as info:
                 getattr(tw, name)(junk)
             assert course_sentence(str(info.value), None) and "trait" not in str(info.value), (name, junk)
+            assert junk is not LONG or "the context holds at most 8" in str(info.value), name
 
 
 def test_the_steppers_seed_box_and_the_explorers_temperature_read_any_number():
