@@ -47,18 +47,6 @@ def test_changing_a_dimension_moves_the_points_and_relabels_the_axis():
     assert len(ax.collections) == 2   # moved in place, nothing added
 
 
-def test_add_positions_shows_the_rows_of_x():
-    panel = tw.embedding_scatter()
-    x_dim, y_dim, positions, ax, dots, rings, area = _parts(panel)
-    positions.value = True
-    x = tm.intermediates("the cat climbed the")["x"]
-    assert rings.get_visible()
-    np.testing.assert_array_equal(rings.get_offsets(), x[:, [2, 3]])
-    assert "1: the" in _labels(ax)
-    positions.value = False
-    assert not rings.get_visible()
-
-
 def test_same_dimension_twice_gives_a_sentence_and_keeps_the_plot():
     panel = tw.embedding_scatter()
     x_dim, y_dim, positions, ax, dots, rings, area = _parts(panel)

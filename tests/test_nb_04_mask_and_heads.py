@@ -29,11 +29,6 @@ def image(ax):
     return np.ma.filled(np.ma.asarray(ax.images[0].get_array(), dtype=float), np.nan)
 
 
-def leak_by_hand(w):
-    """Per row, the weight on columns after the row's own position."""
-    return np.array([w[i, i + 1:].sum() for i in range(len(w))])
-
-
 def test_future_leak_is_zero_under_the_mask_and_large_without():
     masked = tm.intermediates("the cat climbed the")["heads"][0]["weights"]
     open_ = tm.intermediates("the cat climbed the", mask=False)["heads"][0]["weights"]
@@ -55,27 +50,18 @@ def test_starts_masked_with_both_heads_and_the_future_blank(mh):
 
 def test_mask_off_fills_the_future_and_names_the_largest_leak(mh):
     """With the mask off, the maps show the reference's weights (tests/reference.py; every
-    combination of the controls against the model's: test_widgets_combinations.py), both
-    heads, then head 2 alone on one map; the line names the largest leak, found by hand."""
+    combination of the controls against the model's, and the line naming the largest leak:
+    test_widgets_combinations.py), both heads, then head 2 alone on one map."""
     root, mask, which, info, area, fig = mh
     w = open_weights_by_hand()
-    tokens = ["the", "␣cat", "␣climb", "ed", "␣the"]
     mask.value = False
     for h in (0, 1):
         np.testing.assert_allclose(image(fig.axes[h]), w[h], atol=1e-12)
-    leak, h, i = max((leak_by_hand(w[h])[i], h, i) for h in range(2) for i in range(5))
-    assert (h, i) == (0, 0)                      # the largest leak: row 1 (the), head 1
-    assert info.value == (f"With the mask off, row 1 (the) puts {leak:.3f} of its weight "
-                          f"on future tokens (head 1).")
     assert "(no mask)" in fig.axes[0].get_title()
     which.value = "head 2"
     assert fig.axes[0].get_visible() and not fig.axes[1].get_visible()
     assert fig.axes[0].get_title().startswith("head 2")
     np.testing.assert_allclose(image(fig.axes[0]), w[1], atol=1e-12)
-    leak = leak_by_hand(w[1])
-    i = int(np.argmax(leak))
-    assert info.value == (f"With the mask off, row {i + 1} ({tokens[i]}) puts "
-                          f"{leak[i]:.3f} of its weight on future tokens (head 2).")
     mask.value = True
     assert np.all(np.isnan(image(fig.axes[0])[np.triu(np.ones((5, 5), dtype=bool), k=1)]))
     assert area.value == ""

@@ -61,17 +61,6 @@ def test_default_shows_y5_and_roof(widget):
     assert_only_top_highlighted(chart, r["p"][-1])
 
 
-def test_attention_off_moves_the_bars_and_names_cat(widget):
-    toggles, htmls, chart = parts(widget)
-    toggles["attention branch"].value = False
-    p = tm.intermediates(TEXT, params=tm.switch_off(tm.PARAMS, "attn"))["p"][-1]
-    assert f"␣cat  ({tw.fmt(p.max())})" in text_of(htmls)
-    assert_only_top_highlighted(chart, p)
-    toggles["MLP branch"].value = False
-    assert_only_top_highlighted(chart, tm.intermediates(TEXT, params=tm.switch_off(
-        tm.switch_off(tm.PARAMS, "attn"), "mlp"))["p"][-1])
-
-
 # --- the page's prose: the MLP with attention off, row by row, and a unit you can read -----
 
 NB05 = __import__("pathlib").Path(__file__).resolve().parents[1] / "notebooks" / "05_block.ipynb"
@@ -120,15 +109,6 @@ def test_05_the_readable_unit_fires_on_one_row_and_pushes_one_token_up():
     assert f"(row 4 alone ({tw.fmt(fires[3])};" in "(" + text[len("The key fires on "):]
     assert f"lifts p(`␣the`) from {tw.fmt(b[3])} to {tw.fmt(a[3])}" in text
     assert f"falls to {tw.fmt(loss)} nats" in text
-
-
-def test_the_chart_title_names_the_state_of_both_switches(widget):
-    toggles, _, chart = parts(widget)
-    assert chart.title == "p of the next token after ␣the · attention on · MLP on"
-    toggles["attention branch"].value = False
-    assert chart.title.endswith("· attention off · MLP on")
-    toggles["MLP branch"].value = False
-    assert chart.title.endswith("· attention off · MLP off")
 
 
 def test_05_exercises_2_3_and_4_are_not_answered_above_them():

@@ -223,6 +223,8 @@ def test_logit_shift_moves_logits_not_p_and_keeps_an_exact_c():
     typed.value = "-1000"
     assert text(area) == ""
     check_shift(box, -1000.0)
+    slider.value = -3.0                           # typed, then slid
+    check_shift(box, -3.0)
 
 
 def test_attention_switch_gives_the_two_distributions():
@@ -343,6 +345,7 @@ def test_a_switch_draws_the_flipped_setting_dashed(make, flipped, now, other):
     assert legend[0] == other and now in legend[2]
     find(box, widgets.Text)[0].value = "the dog climbed the"       # a new prompt: both follow
     assert np.allclose([b.get_height() for b in outlines], tm.intermediates("the dog climbed the")["p"][-1])
+    assert np.allclose(shown(box.chart), tm.intermediates("the dog climbed the", **flipped)["p"][-1])
 
 
 def test_the_tying_picture_shows_the_the_leading_when_tied():
