@@ -322,7 +322,3 @@ def test_sample_takes_float32_rows_and_the_pieces_take_lists():
     assert tm.layer_norm(np.ones((2, 4), np.float32), 1, 0).dtype == np.float32
 
 
-def test_huge_logits_stay_finite():
-    p = tm.softmax(np.array([1000.0, -1000.0, 0.0, 999.0]))
-    assert np.isfinite(p).all() and np.isclose(p.sum(), 1)
-    assert np.isclose(p[0], 1 / (1 + math.exp(-1)))
