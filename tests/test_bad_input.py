@@ -31,6 +31,7 @@ import toy_train as tt
 import toy_train_checks
 import toy_tree
 import toy_widgets as tw
+import toy_writes as tx
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -161,6 +162,27 @@ BAD = [
     (lambda: tm.generate(SENTENCE, cache="yes"), "cache"),
     *[(lambda kwargs=kwargs: tw.generation_stepper(SENTENCE, **kwargs), "seed|Temperature")
       for kwargs in ({"seed": -1}, {"seed": 2**64}, {"seed": 1.5}, {"temperature": -1}, {"temperature": "hot"})],
+    # lab 11's characters and helpers: the sentence starts with the function's name
+    (lambda: tx.encode_chars("Señor"), r"^(?!.*\. )tx\.encode_chars: the character 'ñ' \(at position 2\).*\.$"),
+    (lambda: tx.decode_chars([1, 70]), r"^tx\.decode_chars: the id 70 .* from 0 to 62\.$"),
+    *[(lambda bad=bad: tx.decode_chars(bad), r"^tx\.decode_chars takes.*\.$") for bad in ("abc", 3, [[1]], [0.5])],
+    (lambda: tx.encode_chars(["a"]), r"^tx\.encode_chars takes text.*\.$"),
+    (lambda: tx.windows(tx.encode_chars("to be or not to be"), [20], 4), r"^tx\.windows takes.*\.$"),
+    (lambda: tx.windows(tx.encode_chars("to be or not to be"), [0.5], 4), r"^tx\.windows takes.*\.$"),
+    (lambda: tx.windows(tx.encode_chars("to be or not to be"), "0", 4), r"^tx\.windows takes.*\.$"),
+    (lambda: tx.smoothed([3, -1]), r"^tx\.smoothed takes.*\.$"),
+    (lambda: tx.smoothed([3, 1], add=0), r"^tx\.smoothed takes.*\.$"),
+    (lambda: tx.smoothed("counts"), r"^tx\.smoothed takes.*\.$"),
+    (lambda: tx.first_below([0, 50], [3.0]), r"^tx\.first_below takes.*\.$"),
+    (lambda: tx.first_below([0, 50], [3.0, 1.0], "2"), r"^tx\.first_below takes.*\.$"),
+    (lambda: tx.adam_run(None, {}, 10, 1e-3, 1, 4, print, {}), r"^tx\.adam_run takes.*\.$"),
+    (lambda: tx.adam_run(lambda s: None, {}, 10, -1, 1, 4, print, {}), r"^tx\.adam_run takes.*\.$"),
+    (lambda: tx.fast_loss_and_grads([1, 2], [2, 3], tx.new_char_model(0), 4), r"^tx\.fast_loss_and_grads takes.*\.$"),
+    (lambda: tx.halves_loss_and_grads([[1, 2]], [[2, 3]], tx.new_char_model(0), 4),
+     r"^tx\.halves_loss_and_grads takes.*\.$"),
+    (lambda: tx.fast_loss_and_grads([[1, 2]], [[2, -1]], tx.new_char_model(0), 4), r"^tx\.fast_loss_and_grads takes.*\.$"),
+    (lambda: tx.fast_loss_and_grads([[1, 2]], [[2, 3]], tm.tie(tx.new_char_model(0)), 4),
+     r"^tx\.fast_loss_and_grads takes.*\.$"),
 ]
 
 
@@ -378,21 +400,20 @@ A = {
     "params_by_part": [PARAMS], "tokenizers_merges": [TEXT, COUNT], "time_generation": [IDS, PARAMS, either(st.just(2)), COUNT, FLAG],
 }
 
-# The model's functions' declared checks take what the functions take, and so do the
-# backward functions'.
-A.update({f"check_{name}": A[name] for name in [
+# A function's declared check (toy_checks.checked) runs first in every call of the function
+# from outside the model's code, with the call's arguments: fuzzing the function fuzzes it.
+A.update(dict.fromkeys([f"check_{name}" for name in [
     "transpose", "softmax_cross_entropy_backward", "linear_backward", "layer_norm_backward",
     "gelu_backward", "mlp_backward", "softmax_backward", "attention_backward",
     "multi_head_backward", "block_backward", "unembed_backward", "embed_backward", "backward",
-    "sgd_step", "adam_step", "grad_norm", "clip_gradients"]})
+    "sgd_step", "adam_step", "grad_norm", "clip_gradients", "layer_norm", "gelu", "softmax",
+    "log_softmax", "linear", "embed", "causal_mask", "attention", "multi_head", "mlp", "block",
+    "unembed"]], "skip: runs first in each call of the function it checks, fuzzed with the same arguments"))
 A.update({"raise_unless": "skip: the checks' own sentence, given the verdict they have computed",
           "positive": [NUMBER, WHO], "same_shape": [WHO],
           "as_linear": [C_FC, WHO, COUNT], "as_block": [BLOCK, COUNT, WHO], "as_mask": [FLAG, WHO],
           "leaves": [PARAMS], "gradient_tree": [GRADS, WHO]})
 
-A.update({f"check_{name}": A[name] for name in ["layer_norm", "gelu", "softmax", "log_softmax", "linear",
-                                                 "embed", "causal_mask", "attention", "multi_head",
-                                                 "mlp", "block", "unembed"]})
 A.update({"check_finite": "skip: forward and the losses call it on their own result, after check_params",
           "read_sweep": "skip: each lab's sweep loader checks the path, then calls it"})
 A.update({"checked": "skip: a decorator, applied to the model's functions above"})
@@ -626,36 +647,20 @@ def test_widget_builders_take_junk(module, name, fn, toy_lab):
 
 # --- What a learner types into the widgets (writes into the weights: tests/test_toy_model.py) --
 
+LONG = " ".join(["the"] * 20)
+
+
 def test_a_widget_builder_answers_a_wrong_text_in_one_sentence():
     for name in ["tokenizer_widget", "embedding_scatter", "query_picker", "mask_and_heads", "block_branches",
                  "logit_playground", "logit_shift", "attention_switch", "tying_switch",
                  "temperature_explorer", "generation_stepper"]:
-        for junk in [None, 5, "", "the cat jumped", "the " * 20, [0, 1, 2], b"the", np.array([1, 2])]:
+        for junk in [None, 5, "", "the cat jumped", "the " * 20, LONG, [0, 1, 2], b"the", np.array([1, 2])]:
             if name == "tokenizer_widget" and isinstance(junk, str):
                 continue                            # any text: the widget says what it cannot cover
             with pytest.raises(ValueError) as info:
                 getattr(tw, name)(junk)
             assert course_sentence(str(info.value), None) and "trait" not in str(info.value), (name, junk)
-
-
-def test_the_steppers_seed_box_and_the_explorers_temperature_read_any_number():
-    root = tw.generation_stepper(SENTENCE)
-    box = next(w for w in walk(root) if isinstance(w, widgets.Text) and w.description == "seed")
-    for bad, sentence in [(str(2**63), f"The seed must be a whole number from 0 to 2**63 - 1, not {2**63}."),
-                          ("-1", "The seed must be a whole number from 0 to 2**63 - 1, not -1."),
-                          ("1" * 5000, "'111111111111111111111...' is too large: type an ordinary finite number."),
-                          ("1.5", "'1.5' is not a whole number: type the seed as a whole number, such as 7.")]:
-        box.value = bad
-        assert text(root.children[-3]) == sentence, bad            # the message area
-    box.value = str(2**63 - 1)                                     # exact: not rounded through a float
-    assert text(root.children[-3]) == "" and root.state.seed == 2**63 - 1
-    root = tw.temperature_explorer(SENTENCE)
-    box = next(w for w in walk(root) if isinstance(w, widgets.FloatText) and w.description == "exact T")
-    for value, shown in ((1e-300, "T = 1e-300"), (1e300, "T = 1e+300"), (0.5, "T = 0.5")):
-        box.value = value
-        lines = [text(w) for w in walk(root) if isinstance(w, widgets.HTML) and "T = " in text(w)]
-        assert any(shown + "," in line or shown + " " in line or line.endswith(shown) for line in lines)
-        assert all(len(line) < 400 for line in lines)
+            assert junk is not LONG or "the context holds at most 8" in str(info.value), name
 
 
 # Every box a number is typed into reads it with one parser, so the same bad text gets the

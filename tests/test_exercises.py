@@ -143,9 +143,8 @@ def test_typed_numbers_are_read_as_written():
     assert tw.typed_number(" 1/12 ") == pytest.approx(1 / 12)
     assert tw.typed_number("12,345.5") == 12345.5
     assert tw.typed_number("1e-3") == 0.001 and tw.typed_number("-2.5", "logit") == -2.5
-    for bad, sentence in [("7,00", "use a point for decimals"), ("0,811", "use a point for decimals"),
-                          ("1/0", "divides by 0"), ("nan", "is not a number"), ("1e999", "too large"),
-                          ("x" * 200_000, "is not a number")]:
+    # (the sentences for a comma, 1/0, nan: test_bad_input.py's TYPED_SENTENCES, in every box)
+    for bad, sentence in [("1e999", "too large"), ("x" * 200_000, "is not a number")]:
         with pytest.raises(ValueError, match=sentence) as err:
             tw.typed_number(bad)
         assert len(str(err.value)) < 200

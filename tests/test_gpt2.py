@@ -142,28 +142,6 @@ def test_save_gpt2_writes_each_tensor_as_hugging_faces_layout_holds_it(tmp_path)
         assert tensor.tobytes() == theirs[name].tobytes(), f"{name} is not stored as Hugging Face stores it"
 
 
-def test_an_untied_checkpoint_uses_its_lm_head(tmp_path):
-    rng = np.random.default_rng(6)
-    params = ref.random_model(rng, d=8, n_layer=2, n_vocab=12, n_ctx=8, tied=True)
-    w_u = rng.normal(0, 1, (8, 12))
-    checkpoint = tg.load_gpt2(write_hf_checkpoint(tmp_path / "ckpt", params, 2, "transformer.", w_u.T))
-    assert checkpoint["params"]["w_u"].shape == (8, 12)
-    ids = [0, 2, 4, 5, 1]
-    expected = ref.forward(ids, {**as32(params), "w_u": np.float32(w_u).astype(float)}, 2)
-    assert np.abs(tm.forward(ids, checkpoint["params"], checkpoint["n_head"]) - expected).max() < 1e-4
-
-
-def test_round_trip_of_random_weights(tmp_path):
-    params = ref.random_model(np.random.default_rng(7), d=12, n_layer=2, n_vocab=12, n_ctx=8, tied=True)
-    params["w_u"] = np.random.default_rng(8).normal(0, 1, (12, 12))
-    tg.save_gpt2(tmp_path, params, n_head=3)
-    tg.save_bpe(tmp_path, *tg.toy_bpe())
-    checkpoint = tg.load_gpt2(tmp_path)
-    ids = [11, 0, 2, 4, 5, 1, 6, 10]
-    assert checkpoint["n_head"] == 3
-    assert np.abs(tm.forward(ids, checkpoint["params"], 3) - tm.forward(ids, as32(params), 3)).max() < 1e-4
-
-
 def test_a_folder_without_the_four_files_gets_one_sentence(tmp_path):
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(ValueError, match="lacks model.safetensors, vocab.json, merges.txt"):
@@ -230,15 +208,6 @@ def test_forward_does_not_copy_the_weights():
     finally:
         tracemalloc.stop()
     assert peak < 0.1 * weight_bytes, f"forward allocated {peak} bytes for {weight_bytes} of weights"
-
-
-# --- The KV cache -------------------------------------------------------------------------
-
-def test_generation_stops_at_max_new_and_at_a_full_context():
-    params = ref.random_model(np.random.default_rng(11), d=8, n_layer=2, n_vocab=11, n_ctx=9, tied=True)
-    for cache in (False, True):
-        assert len(tm.generate([1, 2], 1, params=params, n_head=2, max_new=3, eot=None, cache=cache)) == 3
-        assert len(tm.generate([1, 2], 1, params=params, n_head=2, max_new=50, eot=None, cache=cache)) == 7
 
 
 # --- The byte-level BPE (against `tokenizers`: tests/test_gpt2_tokenizer.py) -------------

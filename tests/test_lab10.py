@@ -16,8 +16,8 @@ import ipywidgets as widgets
 import numpy as np
 import pytest
 from matplotlib.patches import Rectangle
-from matplotlib.text import Text
 from test_figure_text import measure  # the measure of tools/figure_probe.py, drawn
+from test_readable import plot_text_is_at_least_14_px_and_the_plot_fits
 from widget_tools import figure_of, find, text
 
 import reference as ref
@@ -31,9 +31,6 @@ import toy_widgets.lab10_induction as lab
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import induction_sweep  # noqa: E402  (tools/ is not a package)
-
-MIN_PX = 14
-
 
 def by_hand(params, ids, n_head=1, off=()):
     """(attention weights [layer][head] of one row's ids, logits [n, V]) from the shared
@@ -486,13 +483,11 @@ def info_line(root):
     return text(line)
 
 
-def readable_and_inside(fig, name):
-    """Every drawn text at least 14 px, and inside the figure (test_figure_text's measure)."""
-    measure(fig, name)
-    small = [(t.get_text(), t.get_fontsize()) for t in fig.findobj(Text)
-             if t.get_visible() and t.get_text().strip() and t.get_fontsize() * fig.dpi / 72 < MIN_PX]
-    assert not small, f"{name}: text under {MIN_PX} px: {small[:5]}"
-    assert fig.bbox.width + 8 <= tw.COLUMN_PX
+def readable_and_inside(root, name):
+    """Every drawn text at least 14 px, the plot in the column (test_readable's rule), and
+    inside the figure (test_figure_text's measure)."""
+    measure(figure_of(root), name)
+    plot_text_is_at_least_14_px_and_the_plot_fits(name, root)
 
 
 # --- 1. copy_training ----------------------------------------------------------------------
@@ -520,7 +515,7 @@ def test_copy_training_draws_every_measurement_as_it_comes_and_keeps_the_whole_c
     assert list(root.second_line.get_xdata()) == reference["steps"]
     assert root.progress.value.startswith(f"done: 60 steps: first copy {tw.fmt(reference['first'][-1], 2)} "
                                           f"nats, second copy {tw.fmt(reference['second'][-1], 2)} nats")
-    readable_and_inside(figure_of(root), "copy_training")
+    readable_and_inside(root, "copy_training")
 
 
 @pytest.mark.parametrize("settings, words", [
@@ -560,7 +555,7 @@ def test_head_explorer_shows_each_heads_attention_and_scores(run, task):
     colours = [t.get_color() for t in root.figure.axes[0].get_yticklabels()]
     assert [i for i, c in enumerate(colours) if c == tw.ORANGE] == list(range(s2, min(s2 + l, ti.COPY_N_CTX)))
     assert [i for i, c in enumerate(colours) if c == tw.BLUE] == list(range(s1, s2))
-    readable_and_inside(root.figure, "head_explorer")
+    readable_and_inside(root, "head_explorer")
 
 
 def test_head_explorer_takes_the_weights_alone_and_two_heads(task):
@@ -598,7 +593,7 @@ def test_head_switches_ablate_each_head_as_zeroing_its_rows_of_w_o(run, task):
     l, s1, s2 = where[0]
     orange = [i for i, c in enumerate(colours) if np.allclose(c, (0xE6 / 255, 0x9F / 255, 0))]
     assert orange == list(range(s2, s2 + l - 1)), "the second copy's positions are marked"
-    readable_and_inside(figure_of(root), "head_switches")
+    readable_and_inside(root, "head_switches")
 
 
 # --- 4. training_replay --------------------------------------------------------------------
@@ -622,7 +617,7 @@ def test_training_replay_shows_each_snapshot(run, task):
             expected += scores_by_hand(run["snapshots"][k], rows, where, layer, 0)
         assert numbers(line) == [float(tw.fmt(v, 2)) for v in expected], line
         assert line.startswith(f"step {step}: first copy")
-    readable_and_inside(figure_of(root), "training_replay")
+    readable_and_inside(root, "training_replay")
 
 
 # --- Bad input: one sentence ------------------------------------------------------------------

@@ -1,4 +1,6 @@
-"""Notebook 01 (Tokens): the tokenizer widget, driven without a browser."""
+"""Notebook 01 (Tokens): the tokenizer widget, driven without a browser; the full stop."""
+import re
+
 import toy_model as tm
 import toy_widgets as tw
 from widget_tools import press_enter
@@ -47,3 +49,10 @@ def test_bad_text_gives_encodes_sentence_and_clears_the_chips_until_good_text():
     box.value = "the cat"
     assert area.value == ""
     assert chips.value.count('class="token-chip"') == 2
+
+
+def test_01_roof_with_its_full_stop_is_one_word_and_two_tokens():
+    # the toy's first pass keeps the full stop in its word: one piece, spaces cut only
+    assert re.findall(r" ?[^\s<]+", " roof.") == [" roof."]
+    vocab = list(tm.VOCAB)
+    assert tm.encode(" roof.") == [vocab.index(" roof"), vocab.index(".")]

@@ -42,18 +42,6 @@ def test_panel_has_the_css_class_and_two_switches_on(widget):
     assert len(shown(chart)) == len(tw.TOKENS)
 
 
-def test_default_shows_y5_and_roof(widget):
-    _, htmls, chart = parts(widget)
-    page = text_of(htmls)
-    y5 = tm.intermediates(TEXT)["y"][-1]
-    for v in y5:
-        assert tw.fmt(v) in page
-    p = tm.intermediates(TEXT)["p"][-1]
-    assert f"most likely next:  ␣roof  ({tw.fmt(p.max())})" in page
-    assert np.allclose(shown(chart), p)
-    assert_only_top_highlighted(chart, p)
-
-
 def assert_only_top_highlighted(chart, p):
     """The most likely token's bar, and only it, in the accent colour."""
     top = int(np.argmax(p))
@@ -63,17 +51,14 @@ def assert_only_top_highlighted(chart, p):
     assert all(c == tw.BLUE.lower() for i, c in enumerate(colours) if i != top)
 
 
-def test_attention_off_moves_the_bars_and_names_cat(widget):
-    toggles, htmls, chart = parts(widget)
-    toggles["attention branch"].value = False
-    p = tm.intermediates(TEXT, params=tm.switch_off(tm.PARAMS, "attn"))["p"][-1]
-    assert np.allclose(shown(chart), p)
-    assert f"␣cat  ({tw.fmt(p.max())})" in text_of(htmls)
-    assert_only_top_highlighted(chart, p)
-    toggles["MLP branch"].value = False
-    p = tm.intermediates(TEXT, params=tm.switch_off(tm.switch_off(tm.PARAMS, "attn"), "mlp"))["p"][-1]
-    assert np.allclose(shown(chart), p)
-    assert_only_top_highlighted(chart, p)
+def test_default_shows_y5_and_roof(widget):
+    """The text names y5 and the most likely token; every state of both switches, its bars
+    and its y table: tests/test_widgets_combinations.py."""
+    _, htmls, chart = parts(widget)
+    r = tm.intermediates(TEXT)
+    assert all(tw.fmt(v) in text_of(htmls) for v in r["y"][-1])
+    assert f"most likely next:  ␣roof  ({tw.fmt(r['p'][-1].max())})" in text_of(htmls)
+    assert_only_top_highlighted(chart, r["p"][-1])
 
 
 # --- the page's prose: the MLP with attention off, row by row, and a unit you can read -----
@@ -124,15 +109,6 @@ def test_05_the_readable_unit_fires_on_one_row_and_pushes_one_token_up():
     assert f"(row 4 alone ({tw.fmt(fires[3])};" in "(" + text[len("The key fires on "):]
     assert f"lifts p(`␣the`) from {tw.fmt(b[3])} to {tw.fmt(a[3])}" in text
     assert f"falls to {tw.fmt(loss)} nats" in text
-
-
-def test_the_chart_title_names_the_state_of_both_switches(widget):
-    toggles, _, chart = parts(widget)
-    assert chart.title == "p of the next token after ␣the · attention on · MLP on"
-    toggles["attention branch"].value = False
-    assert chart.title.endswith("· attention off · MLP on")
-    toggles["MLP branch"].value = False
-    assert chart.title.endswith("· attention off · MLP off")
 
 
 def test_05_exercises_2_3_and_4_are_not_answered_above_them():

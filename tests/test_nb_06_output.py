@@ -223,18 +223,18 @@ def test_logit_shift_moves_logits_not_p_and_keeps_an_exact_c():
     typed.value = "-1000"
     assert text(area) == ""
     check_shift(box, -1000.0)
+    slider.value = -3.0                           # typed, then slid
+    check_shift(box, -3.0)
 
 
 def test_attention_switch_gives_the_two_distributions():
+    """Its line names both distributions; the bars: test_a_switch_draws_the_flipped_setting_dashed."""
     box = tw.attention_switch()
     line, area = parts(box)
-    p_on = tm.intermediates(TEXT)["p"][-1]
-    p_off = tm.intermediates(TEXT, params=tm.switch_off(tm.PARAMS, "attn"))["p"][-1]
-    assert np.allclose(shown(box.chart), p_on)
     assert text(line).startswith("attention on: ")
-    names_p(text(line), p_on)
+    names_p(text(line), tm.intermediates(TEXT)["p"][-1])
     find(box, widgets.ToggleButton)[0].value = False
-    assert np.allclose(shown(box.chart), p_off)
+    p_off = tm.intermediates(TEXT, params=tm.switch_off(tm.PARAMS, "attn"))["p"][-1]
     assert text(line).startswith("attention off: ") and "␣cat with p = 0.455" in text(line)
     names_p(text(line), p_off)
     prompt = find(box, widgets.Text)[0]
@@ -245,7 +245,6 @@ def test_attention_switch_gives_the_two_distributions():
         assert np.allclose(shown(box.chart), p_off)
     prompt.value = "the dog climbed the"
     assert text(area) == "" and "attention off" in text(line)
-    assert np.allclose(shown(box.chart), tm.intermediates("the dog climbed the", params=tm.switch_off(tm.PARAMS, "attn"))["p"][-1])
     assert box.chart.title == 'p of the last row: "the dog climbed the"'
 
 
@@ -346,6 +345,7 @@ def test_a_switch_draws_the_flipped_setting_dashed(make, flipped, now, other):
     assert legend[0] == other and now in legend[2]
     find(box, widgets.Text)[0].value = "the dog climbed the"       # a new prompt: both follow
     assert np.allclose([b.get_height() for b in outlines], tm.intermediates("the dog climbed the")["p"][-1])
+    assert np.allclose(shown(box.chart), tm.intermediates("the dog climbed the", **flipped)["p"][-1])
 
 
 def test_the_tying_picture_shows_the_the_leading_when_tied():
@@ -361,21 +361,17 @@ def test_the_tying_picture_shows_the_the_leading_when_tied():
 # --- the playground keeps the exact logit when it is typed back as shown -----------------
 
 def test_typing_back_the_shown_logit_changes_nothing():
+    """The logit shown (2.491) typed back keeps the exact logit; typed once more after another
+    value, it applies (other typed values: test_logit_playground_shows_the_models_p_...)."""
     box = tw.logit_playground()
     typed = find(box, widgets.Text)[0]
-    line = find(box, widgets.HTML)[-2]
-    z0 = tm.intermediates(TEXT)["logits"][-1]
-    roof = tm.VOCAB.index(" roof")
-    before = text(line)
-    assert z0[roof] != float(tw.fmt(z0[roof])), "the shown logit is rounded"
-    typed.value = tw.fmt(z0[roof])                 # 2.491, as shown
-    assert np.array_equal(box.state.z, z0) and text(line) == before
-    assert np.allclose(shown(box.chart), tm.softmax(z0))
-    typed.value = "2.5"                            # another value is applied exactly
-    assert box.state.z[roof] == 2.5
-    typed.value = ""
+    before = text(parts(box)[0])
+    assert Z0[ROOF] != float(tw.fmt(Z0[ROOF])), "the shown logit is rounded"
+    typed.value = tw.fmt(Z0[ROOF])
+    assert np.array_equal(box.state.z, Z0) and text(parts(box)[0]) == before
+    typed.value = "2.5"
     typed.value = "2.491"                          # what is shown now is 2.500: 2.491 applies
-    assert box.state.z[roof] == 2.491
+    assert box.state.z[ROOF] == 2.491
 
 
 # --- the loss from the logits, position 5, the direct path and the subject ----------------

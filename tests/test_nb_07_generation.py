@@ -63,22 +63,6 @@ def test_temperature_widget_starts_at_the_models_p():
     assert message(root) == ""
 
 
-def test_sliders_move_the_bars_and_the_boxes_follow():
-    root = tw.temperature_explorer()
-    control(root, "FloatSlider", "temperature").value = 0.5
-    check_explorer(root, 0.5, 12, 1.0)
-    control(root, "IntSlider", "top-k").value = 3
-    check_explorer(root, 0.5, 3, 1.0)
-    assert np.count_nonzero(shown(root.chart)) == 3
-    assert np.count_nonzero(shown(root.before)) == 12    # the outline keeps what was cut
-    control(root, "FloatSlider", "top-p").value = 0.6000000000000001   # the browser's noise
-    check_explorer(root, 0.5, 3, 0.6)
-    control(root, "FloatSlider", "top-p").value = 0.05
-    assert np.count_nonzero(shown(root.chart)) == 1
-    control(root, "FloatSlider", "temperature").value = 0.0
-    assert shown(root.chart).max() == 1.0
-
-
 def test_exact_values_survive_the_sliders_echo():
     root = tw.temperature_explorer()
     control(root, "FloatText", "exact T").value = 0.333
@@ -94,6 +78,7 @@ def test_exact_values_survive_the_sliders_echo():
 
 
 @pytest.mark.parametrize("box, kind, bad, sentence", [
+    ("temperature", "FloatSlider", float("nan"), "finite number"),      # set from code: refused
     ("exact T", "FloatText", -1.0, "Temperature must be 0 (greedy) or a positive number"),
     ("exact T", "FloatText", float("nan"), "finite number"),
     ("exact k", "IntText", 0, "top-k must be a whole number of at least 1"),
@@ -103,22 +88,15 @@ def test_exact_values_survive_the_sliders_echo():
 ])
 def test_bad_typed_values_get_a_sentence_and_keep_the_plot(box, kind, bad, sentence):
     root = tw.temperature_explorer()
-    control(root, kind, box).value = {"FloatText": 0.7, "IntText": 5}[kind]    # a good value first
+    control(root, kind, box).value = {"FloatText": 0.7, "FloatSlider": 0.7, "IntText": 5}[kind]   # a good value first
     good = dict(T=root.state.T, k=root.state.k, p=root.state.p)
     control(root, kind, box).value = bad
     assert sentence in message(root)
+    assert kind != "FloatSlider" or control(root, kind, box).value == 0.7       # put back
     assert np.allclose(shown(root.chart), tm.next_token_probs(Z, good["T"], good["k"], good["p"]))
     control(root, "FloatSlider", "temperature").value = 1.3    # a later good input clears it
     assert message(root) == ""
     check_explorer(root, 1.3, good["k"], good["p"])
-
-
-def test_a_slider_set_to_nan_from_code_is_refused():
-    root = tw.temperature_explorer()
-    control(root, "FloatSlider", "temperature").value = float("nan")
-    assert "finite number" in message(root)
-    assert control(root, "FloatSlider", "temperature").value == 1.0
-    check_explorer(root, 1.0, 12, 1.0)
 
 
 # --- w-generate-steps ------------------------------------------------------------
@@ -132,27 +110,6 @@ def stepper(**kwargs):
 
 def next_p(ids, T):
     return tm.next_token_probs(tm.forward(ids)[-1], T)
-
-
-def test_greedy_steps_reach_the_end_of_text_and_stop():
-    root, step, _ = stepper(temperature=0.0)
-    assert "w-generate-steps" in root._dom_classes
-    drawn = []
-    for _ in range(3):
-        ids = list(root.state.ids)
-        text_before = root.children[3].value
-        step.click()
-        assert root.children[3].value != text_before         # the text grows
-        assert "<mark" in root.children[3].value             # the new token is highlighted
-        drawn.append(root.state.ids[-1])
-        assert np.allclose(shown(root.chart), next_p(ids, 0.0))    # what it was drawn from
-        assert root.chart.highlight == [drawn[-1]]
-    assert [tm.token_name(i) for i in drawn] == ["␣roof", "'.'", "<|endoftext|>"]
-    assert step.disabled and "finished" in step.description
-    assert "<|endoftext|>" in text(root.children[4])
-    assert "which had p = 1.000" in text(root.children[4])   # the step's line stays
-    step.click()                                             # nothing more happens
-    assert len(root.state.ids) == 8
 
 
 def reference_draws(prompt, temperatures, seed):
@@ -172,19 +129,26 @@ def reference_draws(prompt, temperatures, seed):
 
 
 @pytest.mark.parametrize("seed, temperatures", [(0, [1.0] * 4), (1, [1.0] * 4), (18, [1.0, 0.333, 2.0, 1.0]),
-                                                (3, [2.0, 0.0, 3.0, 1.5])])
+                                                (3, [2.0, 0.0, 3.0, 1.5]), (0, [0.0] * 4)])   # greedy: to the end
 def test_each_click_draws_from_the_seeds_generator_at_the_temperature_set_then(seed, temperatures):
     draws, end = reference_draws(PROMPT, temperatures, seed)
     root, step, reset = stepper(temperature=temperatures[0], seed=seed)
     for _ in range(2):                                       # and the same again after reset
         for T, (p, nxt) in zip(temperatures, draws):
             control(root, "FloatText", "temperature").value = T
+            written = root.children[3].value
             step.click()
-            assert root.state.ids[-1] == nxt
-            assert np.allclose(shown(root.chart), p)
+            assert root.state.ids[-1] == nxt and root.children[3].value != written
+            assert "<mark" in root.children[3].value                 # the new token is highlighted
+            assert np.allclose(shown(root.chart), p) and root.chart.highlight == [nxt]
             assert f"which had p = {tw.fmt(p[nxt])}" in text(root.children[4])
         assert root.state.ids == end
         assert step.disabled == (end[-1] == tm.EOT or len(end) == tm.N_CTX)
+        if step.disabled:
+            assert "finished" in step.description
+            assert ("<|endoftext|>" if end[-1] == tm.EOT else "context is full") in text(root.children[4])
+            step.click()                                         # nothing more happens
+            assert root.state.ids == end
         control(root, "FloatText", "temperature").value = temperatures[0]
         reset.click()
         assert root.state.ids == tm.encode(PROMPT)
@@ -230,8 +194,10 @@ def test_a_full_context_stops_the_button():
     ("prompt", "the cat climbed the roof. the cat climbed the", "The prompt has 12 tokens but the context holds at most 8"),
     ("temperature", -1.0, "Temperature must be 0 (greedy) or a positive number"),
     ("temperature", float("nan"), "Temperature must be 0 (greedy) or a positive number"),
-    ("seed", "1.5", "'1.5' is not a whole number: type the seed as a whole number, such as 7."),
     ("seed", "-2", "The seed must be a whole number from 0 to 2**63 - 1, not -2."),
+    ("seed", str(2**63), f"The seed must be a whole number from 0 to 2**63 - 1, not {2**63}."),
+    ("seed", "1" * 5000, "'111111111111111111111...' is too large: type an ordinary finite number."),
+    ("seed", "1.5", "'1.5' is not a whole number: type the seed as a whole number, such as 7."),
 ])
 def test_stepper_bad_input_gets_one_sentence(name, value, sentence):
     root, step, _ = stepper()
@@ -244,8 +210,9 @@ def test_stepper_bad_input_gets_one_sentence(name, value, sentence):
     assert sentence in message(root)
     assert root.state.ids == good_ids
     assert np.allclose(shown(root.chart), good_values)
-    widget.value = {"prompt": "the dog", "temperature": 0.5, "seed": "3"}[name]
+    widget.value = {"prompt": "the dog", "temperature": 0.5, "seed": str(2**63 - 1)}[name]
     assert message(root) == ""
+    assert name != "seed" or root.state.seed == 2**63 - 1            # exact: not rounded through a float
 
 
 # --- the page's content: the first draw, the pictures, the worked answers ------------
@@ -286,7 +253,7 @@ def stepper_call():
 
 def test_the_stepper_a_class_sees_first_writes_a_sentence():
     """The default demo ends the text with <|endoftext|> after a sentence, and no draw is a
-    long shot; the widget, clicked through, writes the same text tm.generate does."""
+    long shot (that the widget writes what tm.generate does: test_widgets_combinations.py)."""
     args = stepper_call()
     steps = tm.generate(args["prompt"], temperature=args["temperature"], seed=args["seed"])
     assert args["temperature"] == 1, "the demo samples from the model's own p"
@@ -295,13 +262,6 @@ def test_the_stepper_a_class_sees_first_writes_a_sentence():
     assert min(s["p"][s["next"]] for s in steps) > 0.05
     assert [s["next"] for s in steps] != [s["next"] for s in tm.generate(args["prompt"])], \
         "a draw that only repeats greedy shows nothing greedy does not"
-
-    root = tw.generation_stepper(**args)
-    button = next(w for w in walk(root) if type(w).__name__ == "Button")
-    for want in steps:
-        button.click()
-        assert root.state.ids[-1] == want["next"]
-    assert button.disabled and root.state.ids == ids
 
 
 def colour(c):

@@ -5,8 +5,8 @@
 - the course map with "you are here", the in/out line, links to the neighbours;
 - at least three "Check yourself" exercises, each one line (tw.exercise), and no answer on the page;
 - stored as run top to bottom on a fresh kernel, with no error in any output;
-- stored exactly as tools/run_notebooks.py writes it: a fresh run gives the same bytes,
-  widget state and the outputs nbval ignores included (slow: it reruns every notebook).
+- stored as tools/run_notebooks.py writes it: a fresh run gives the same pictures, execution
+  counts and metadata, what nbval does not compare (slow where nbval did not run it).
 """
 import json
 import re
@@ -18,6 +18,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 from run_notebooks import executed, joined_streams  # noqa: E402  (tools/ is not a package)
 from nbval_recording import recorder  # noqa: E402
+from widget_tools import output_pngs  # noqa: E402
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 NAMES = ["01_tokens", "02_embeddings", "03_qkv", "04_mask_and_heads", "05_block", "06_output",
@@ -219,11 +220,12 @@ def test_printed_text_is_stored_as_one_output_however_the_kernel_cut_it():
                          ids=lambda p: p.stem)
 def test_a_fresh_run_stores_the_same_file(path, request):
     """What nbval does not compare: the stored file is what a fresh run stores (pictures,
-    a widget's stored picture, execution counts from 1 in order, no timestamps). nbval's
-    own run of the notebook serves where it ran in this worker (tests/nbval_recording.py);
-    otherwise the notebook is run here. A changed text is reported by nbval itself."""
-    fresh = json.loads(without_measurements(recorder(request.config).stored_text(path) or executed(path)))
-    stored = json.loads(without_measurements(path.read_text(encoding="utf-8")))
+    a widget's stored picture, execution counts from 1 in order, metadata, no timestamps).
+    nbval's own run of the notebook serves where it ran in this worker
+    (tests/nbval_recording.py); otherwise the notebook is run here. The texts nbval compares
+    are left out here: a changed text is reported by nbval itself."""
+    fresh = json.loads(not_compared_by_nbval(recorder(request.config).stored_text(path) or executed(path)))
+    stored = json.loads(not_compared_by_nbval(path.read_text(encoding="utf-8")))
     changed = [i for i, (a, b) in enumerate(zip(stored["cells"], fresh["cells"], strict=True)) if a != b]
     assert not changed and stored["metadata"] == fresh["metadata"], (
         f"{path.name}: cells {changed} (or the metadata) differ from a fresh run: a picture, a widget's "
@@ -231,12 +233,18 @@ def test_a_fresh_run_stores_the_same_file(path, request):
         "(python tools/run_notebooks.py) and commit it; if not, the code is wrong.")
 
 
-def without_measurements(text):
-    """The notebook as two runs on any CPU store it alike. Cells tagged "measured" (times
-    taken on the machine that ran it) lose their outputs; cells tagged nbval-ignore-output
-    (a live training run, whose last digits another CPU's rounding may move; the labs' tests
-    compare their numbers with the shipped checkpoints) keep only their form: each output's
-    kind, its media types, and its text with every digit read as 0."""
+NBVAL_SKIPS = ("image/png", "image/jpeg", "application/vnd.jupyter.widget-view+json")   # tests/sanitize.cfg
+
+
+def not_compared_by_nbval(text):
+    """The notebook without what nbval compares (an output's text, every media type but the
+    pictures), as two runs on any CPU store it alike. Each output keeps its kind, metadata,
+    execution count, media types and pictures (its PNG, or the PNGs inside its HTML). Cells
+    tagged "measured" (times taken on the machine that ran it) lose their outputs; cells
+    tagged nbval-ignore-output (a live training run, whose last digits another CPU's rounding
+    may move, and which nbval does not compare at all; the labs' tests compare their numbers
+    with the shipped checkpoints) keep only their form: each output's kind, its media types,
+    and its text with every digit read as 0."""
     nb = json.loads(text)
     for cell in nb["cells"]:
         tags = cell.get("metadata", {}).get("tags", [])
@@ -246,6 +254,11 @@ def without_measurements(text):
             cell["outputs"] = [{"output_type": o["output_type"], "name": o.get("name"),
                                 "text": re.sub(r"\d", "0", "".join(o.get("text", ""))),
                                 "data": sorted(o.get("data", {}))} for o in cell.get("outputs", [])]
+        else:
+            cell["outputs"] = [{**{k: v for k, v in o.items() if k not in ("text", "data")},
+                                "data": {k: v if k in NBVAL_SKIPS else output_pngs({k: v})
+                                         for k, v in o.get("data", {}).items()}}
+                               for o in cell.get("outputs", [])]
     return json.dumps(nb, sort_keys=True)
 
 

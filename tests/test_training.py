@@ -71,15 +71,6 @@ def test_last_rows_logit_gradient_is_p_minus_onehot():
     assert dz[-1, roof] < 0 and (np.delete(dz[-1], roof) > 0).all()
 
 
-@pytest.mark.parametrize("params, n_head", [(tm.PARAMS, 2), (ref.random_model(1, d_mlp=16), 4)],
-                         ids=["toy", "random 2 blocks"])
-def test_the_batched_forward_is_the_forward(params, n_head):
-    for text in ["the cat climbed the", "the dog climbed the wall.<|endoftext|>", "the"]:
-        ids = tm.encode(text)
-        batched = tm.forward(np.array([ids, ids]), params, n_head=n_head)      # [2, n, V]
-        assert np.allclose(batched, tm.forward(ids, params, n_head=n_head), atol=1e-12)
-
-
 @pytest.mark.parametrize("row", [0, 1, 3])
 @pytest.mark.parametrize("bad", [12, -1])
 def test_a_batch_is_refused_for_an_id_out_of_range_in_any_row(row, bad):
@@ -144,15 +135,6 @@ def test_the_loss_at_a_position_ignores_every_later_position(params, n_head, i):
         assert np.all(untied_wte[ids[:i + 1]] != 0)
 
 
-def test_grads_have_exactly_the_layout_of_params():
-    for params in [tm.PARAMS, ref.random_model(6, d_mlp=16), ref.random_model(6, tied=True, d_mlp=16)]:
-        _, grads = tt.loss_and_grads([1, 2, 3], [2, 3, 4], params, 2)
-        assert tm.weight_names(grads) == tm.weight_names(params)
-        for name in tm.weight_names(params):
-            assert tm.get_weight(grads, name).shape == np.shape(tm.get_weight(params, name)), name
-        assert isinstance(grads["blocks"], list)
-
-
 # --- Optimisers and training ----------------------------------------------------------------
 
 def test_nothing_writes_into_the_weights():
@@ -177,16 +159,6 @@ def test_sgd_moves_each_weight_by_minus_lr_times_its_gradient():
     assert np.allclose(new["w_u"], tm.PARAMS["w_u"] - 0.5 * grads["w_u"])
 
 
-def test_adams_first_step_moves_every_weight_by_lr_against_its_gradient():
-    _, grads = tt.loss_and_grads(EXAMPLE, EXAMPLE_TARGETS)
-    new, state = tt.adam_step(tm.PARAMS, grads, None, lr=0.01)
-    assert state["t"] == 1
-    for name in tm.weight_names(grads):
-        g, moved = tm.get_weight(grads, name), tm.get_weight(new, name) - tm.get_weight(tm.PARAMS, name)
-        big = np.abs(g) > 1e-6                         # where eps is negligible
-        assert np.allclose(moved[big], -0.01 * np.sign(g[big]), rtol=1e-3), name
-
-
 def test_train_is_deterministic_for_a_seed_and_lowers_the_loss():
     corpus = tt.read_corpus((ROOT / "data" / "corpus.txt").read_text(encoding="utf-8"))
     a, history_a = tt.train(corpus, steps=25, seed=3)
@@ -201,12 +173,10 @@ def test_train_is_deterministic_for_a_seed_and_lowers_the_loss():
     assert "w_u" not in tied
 
 
-def test_random_initialisation_is_seeded_and_has_the_toys_layout():
+def test_random_initialisation_is_seeded():
+    """(Its layout, tied or not: test_lesson_layer.py's test of every maker of weights.)"""
     a, b = tt.init_params(0), tt.init_params(0)
-    assert tt.init_params(0, tied=True).keys() == a.keys() - {"w_u"}
-    assert tm.weight_names(a) == tm.weight_names(tm.PARAMS)
     assert all(np.array_equal(tm.get_weight(a, n), tm.get_weight(b, n)) for n in tm.weight_names(a))
-    assert all(tm.get_weight(a, n).shape == tm.get_weight(tm.PARAMS, n).shape for n in tm.weight_names(a))
     assert not np.array_equal(tt.init_params(1)["wte"], a["wte"])
 
 

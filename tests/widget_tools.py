@@ -28,14 +28,10 @@ def find(root, kind):
     return [w for w in walk(root) if type(w) is kind]
 
 
-def heights(bars):
-    return np.array([b.get_height() for b in bars])
-
-
 def shown(chart):
     """The values a chart shows: its .values, checked against the heights of its bars
     (so a chart that draws something else than it says fails here)."""
-    assert np.allclose(heights(chart.bars), chart.values), "the bars do not show chart.values"
+    assert np.allclose([b.get_height() for b in chart.bars], chart.values), "the bars do not show chart.values"
     return chart.values
 
 
