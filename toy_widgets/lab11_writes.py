@@ -199,11 +199,10 @@ def attention_maps(model, text, heads):
 
 
 def head_table(model, text):
-    """Each head's previous-character and same-character scores on text: [(layer, head,
-    previous, itself)]."""
+    """Each head's previous-character score on text: [(layer, head, score)]."""
     params, n_head = _model_of(model, "head_table")
     weights = attention_weights(params, n_head, tx.encode_chars(text))
-    return [(layer, head, previous_token_score(w), float(np.diagonal(w).mean()))
+    return [(layer, head, previous_token_score(w))
             for layer, heads in enumerate(weights) for head, w in enumerate(heads)]
 
 
