@@ -199,7 +199,7 @@ def test_the_central_differences_error_falls_as_eps_squared_then_rises():
     for big, small in zip(errors[:3], errors[1:4]):                     # "a hundredfold for each tenfold"
         assert 50 < big / small < 200
     assert int(np.argmin(errors)) + 1 in (5, 6) and errors[-1] > 100 * min(errors)   # round-off takes over
-    assert errors[4] < 1e-10                                            # "10 decimal places or more"
+    assert errors[4] < 1e-10                                            # section 5: "below 1e-10"
     loss = tt.loss_and_grads(ids, targets)[0]
     noise = [1e-16 * loss / 10.0 ** -k for k in range(1, 11)]          # the table's "rounding's size"
     assert all(e > 100 * n for e, n in zip(errors[:4], noise[:4]))      # digits shown: far above rounding
