@@ -146,6 +146,23 @@ def sampling_filter(z, temperature, top_k=None, top_p=None):
     return np.array([probs.get(j, 0.0) for j in range(len(z))])
 
 
+def sampled_steps(logits_of, ids, temperatures, seed, eot=None, n_ctx=None):
+    """The sampling loop written plainly: one Generator seeded once; at each step the
+    softmax of the last row's z / T at that step's temperature (greedy at T = 0, which draws
+    nothing), then rng.choice; no step after eot or at a full context of n_ctx ids.
+    logits_of(ids) gives the logits. Returns [(the ids before the step, p, the id drawn)]."""
+    rng, ids, steps = np.random.default_rng(seed), list(ids), []
+    for T in temperatures:
+        if ids[-1] == eot or len(ids) == n_ctx:
+            break
+        z = logits_of(ids)[-1]
+        e = np.exp((z - z.max()) / T) if T else (z == z.max()).astype(float)
+        p = e / e.sum()
+        steps.append((ids, p, int(np.argmax(p)) if T == 0 else int(rng.choice(len(p), p=p))))
+        ids = ids + [steps[-1][2]]
+    return steps
+
+
 def cast(tree, dtype):
     """A weights' tree (dicts and lists of arrays) with every array in dtype."""
     if isinstance(tree, dict):

@@ -374,14 +374,6 @@ def test_exercise_lines_work_whatever_the_notebook_variables_hold(path):
             assert box.try_answer(typed(spec["answer"], spec)).startswith("Right")
 
 
-@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("0[1-9]_*.ipynb")), ids=lambda p: p.stem)
-def test_exercises_are_numbered_in_page_order(path):
-    keys = [m.group(1) for c in cells(path) if c["cell_type"] == "code"
-            for m in [re.search(r'tw\.exercise\("(\d\d\.\d+)"', "".join(c["source"]))] if m]
-    numbers = [int(k.split(".")[1]) for k in keys]
-    assert numbers == list(range(1, len(numbers) + 1)), keys
-
-
 def page_text(path):
     """What a reader of the stored notebook can see: sources, outputs, widget state."""
     nb = json.loads(path.read_text(encoding="utf-8"))

@@ -15,6 +15,7 @@ import matplotlib.colors as mcolors
 import numpy as np
 import pytest
 
+import reference as ref
 import toy_model as tm
 import toy_widgets as tw
 from widget_tools import echo, shown, text, walk
@@ -113,19 +114,11 @@ def next_p(ids, T):
 
 
 def reference_draws(prompt, temperatures, seed):
-    """What the stepper must draw, written here: one Generator seeded at reset; at each click
-    the softmax of the last row's z / T at the temperature set then (greedy at T = 0, which
-    draws nothing), rng.choice; no click after <|endoftext|> or a full context."""
-    rng, ids, draws = np.random.default_rng(seed), tm.encode(prompt), []
-    for T in temperatures:
-        if ids[-1] == tm.EOT or len(ids) == tm.N_CTX:
-            break
-        z = tm.forward(ids)[-1]
-        e = np.exp((z - z.max()) / T) if T else (z == z.max()).astype(float)
-        p = e / e.sum()
-        draws.append((p, int(np.argmax(p)) if T == 0 else int(rng.choice(len(p), p=p))))
-        ids = ids + [draws[-1][1]]
-    return draws, ids
+    """What the stepper must draw (tests/reference.py's loop: one Generator seeded at reset,
+    the temperature set at each click): [(p, the id drawn)] and the ids at the end."""
+    steps = ref.sampled_steps(tm.forward, tm.encode(prompt), temperatures, seed, tm.EOT, tm.N_CTX)
+    end = steps[-1][0] + [steps[-1][2]] if steps else tm.encode(prompt)
+    return [(p, nxt) for _, p, nxt in steps], end
 
 
 @pytest.mark.parametrize("seed, temperatures", [(0, [1.0] * 4), (1, [1.0] * 4), (18, [1.0, 0.333, 2.0, 1.0]),

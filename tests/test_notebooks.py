@@ -147,17 +147,19 @@ def test_map_in_out_line_and_links(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_check_yourself_exercises_are_one_line_each_with_no_answer_on_the_page(path):
     """Exercises live in the module: a notebook shows each with `tw.exercise("NN.k")` (a
-    write-it-yourself one passes the learner's function too), from notebook 02 on at least
-    one of them a write-it-yourself; no folded answers or answer code on the page."""
+    write-it-yourself one passes the learner's function too), numbered in page order, from
+    notebook 02 on at least one of them a write-it-yourself; no folded answers or answer
+    code on the page."""
     nb = load(path)
     text = "\n".join(markdown(nb))
     number = path.stem[:2]
-    calls = [re.fullmatch(r'tw\.exercise\("(\d\d)\.\d+"(, \w+)?\)', "".join(c["source"]).strip())
+    calls = [re.fullmatch(r'tw\.exercise\("(\d\d)\.(\d+)"(, \w+)?\)', "".join(c["source"]).strip())
              for c in nb["cells"] if c["cell_type"] == "code" and "tw.exercise(" in "".join(c["source"])]
     assert "check yourself" in text.lower()
     assert len(calls) >= 3 and all(calls), "each exercise cell is the one line tw.exercise(...)"
     assert {m.group(1) for m in calls} == {number}, "a notebook shows its own exercises"
-    assert number == "01" or any(m.group(2) for m in calls), "a write-it-yourself exercise"
+    assert [int(m.group(2)) for m in calls] == list(range(1, len(calls) + 1)), "in page order"
+    assert number == "01" or any(m.group(3) for m in calls), "a write-it-yourself exercise"
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     assert "<details>" not in text and not re.search(r"check_(number|choice)\(|answer=", code)
 

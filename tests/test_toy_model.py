@@ -192,17 +192,9 @@ def test_sampling_with_a_seed_repeats():
                                                 (0, [1.0, 1.0, 1.0, 1.0])])
 def test_generate_goes_on_drawing_from_a_generator_it_is_given(seed, temperatures):
     """One step at a time (max_new=1) with one Generator, as the stepper asks, the temperature
-    changed between steps: each step's p and draw are those of a loop written here
-    (softmax of z / T, rng.choice, no draw at T = 0)."""
-    rng, ids = np.random.default_rng(seed), tm.encode("the")
-    mine, want = np.random.default_rng(seed), []
-    for T in temperatures:
-        z = tm.forward(ids)[-1]
-        e = np.exp((z - z.max()) / T) if T else (z == z.max()).astype(float)
-        p = e / e.sum()
-        want.append((list(ids), p, int(np.argmax(p)) if T == 0 else int(rng.choice(12, p=p))))
-        ids = ids + [want[-1][2]]
-    ids = tm.encode("the")
+    changed between steps: each step's p and draw are those of tests/reference.py's loop."""
+    want = ref.sampled_steps(tm.forward, tm.encode("the"), temperatures, seed)
+    mine, ids = np.random.default_rng(seed), tm.encode("the")
     for T, (context, p, nxt) in zip(temperatures, want, strict=True):
         (step,) = tm.generate(ids, T, seed=mine, max_new=1)
         assert step["ids"] == context and step["next"] == nxt
