@@ -38,6 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SENTENCE = "the cat climbed the"
 EXAMPLE = tm.encode(SENTENCE)
 EXAMPLE_TARGETS = EXAMPLE[1:] + [tm.VOCAB.index(" roof")]
+_ROWS, _WHERE = toy_induction.repeat_rows(0, 2, filler_first=True)
+_RUN = toy_induction.train_copying(0, steps=2, every=1)
 
 # (call, words): the words are found in the sentence (as written, or as a pattern).
 BAD = [
@@ -183,6 +185,17 @@ BAD = [
     (lambda: tx.fast_loss_and_grads([[1, 2]], [[2, -1]], tx.new_char_model(0), 4), r"^tx\.fast_loss_and_grads takes.*\.$"),
     (lambda: tx.fast_loss_and_grads([[1, 2]], [[2, 3]], tm.tie(tx.new_char_model(0)), 4),
      r"^tx\.fast_loss_and_grads takes.*\.$"),
+    # lab 10's widgets: the run or model, the rows of ids, and where each row's two copies are
+    *[(lambda build=build, args=args: build(*args), re.escape(words) + r".*\.$")
+      for build in (tw.head_explorer, tw.head_switches) for args, words in [
+          (("weights", _ROWS, _WHERE), "takes a trained model"), (({"params": {"wte": 1}}, _ROWS, _WHERE), "params"),
+          ((_RUN, _ROWS[:, :10], _WHERE), "rows of 17 whole-number ids"), ((_RUN, [[1, 2], [3]], _WHERE), "rows"),
+          ((_RUN, _ROWS + 20, _WHERE), "from 0 to 15"), ((_RUN, _ROWS, _WHERE[:-1]), "one (l, s1, s2) per row"),
+          ((_RUN, _ROWS, [(5, 0, 3)] + _WHERE[1:]), "where[0]"),
+          ((_RUN, _ROWS, [(l, s1 + 1, s2 + 1) for l, s1, s2 in _WHERE]), "where[0]")]],
+    *[(lambda run=run, where=where: tw.training_replay(run, _ROWS, where), re.escape(words) + r".*\.$")
+      for run, where, words in [(_RUN["params"], _WHERE, "takes the run"), (_RUN, "where", "where must be a list"),
+                                ({**_RUN, "snapshots": []}, _WHERE, "with its snapshots")]],
 ]
 
 
@@ -278,7 +291,6 @@ CORPUS = either(st.sampled_from([[[0, 2, 4, 5, 1, 6, 10, 11]], [[0, 3, 11], [0, 
 BATCH = either(st.sampled_from([(np.array([[0, 2, 4]]), np.array([[2, 4, 5]])),
                                  (np.array([[0, 2], [0, 3]]), np.array([[2, -1], [3, 11]]))]))
 BATCHES = BATCH.map(lambda batch: lambda step: batch)
-_ROWS, _WHERE = toy_induction.repeat_rows(0, 2, filler_first=True)
 ROWS_OF_IDS = either(st.just(_ROWS))
 WHERE = either(st.just(_WHERE), st.just([(2, 0, 2), (3, 1, 4)]))
 TWO_BLOCKS = either(st.just(toy_induction.new_copy_model(0)))
@@ -600,7 +612,7 @@ BUILDERS = {
     "lab_attention": [either(TINY_LAB), TEXT],
     "copy_training": [SEED, either(st.integers(1, 3)), either(st.integers(1, 2))],
     "head_explorer": [TWO_BLOCKS, ROWS_OF_IDS, WHERE], "head_switches": [TWO_BLOCKS, ROWS_OF_IDS, WHERE],
-    "training_replay": [either(st.just(toy_induction.train_copying(0, steps=2, every=1))), ROWS_OF_IDS, WHERE],
+    "training_replay": [either(st.just(_RUN)), ROWS_OF_IDS, WHERE],
 }
 
 
