@@ -9,7 +9,6 @@ import json
 import numpy as np
 import pytest
 
-import toy_checks
 import toy_gpt2 as tg
 import toy_model as tm
 import toy_train as tt
@@ -43,15 +42,6 @@ def a_batch(rng, V, n, B=3):
     targets = rng.integers(0, V, (B, n))
     targets[0, -1] = -1                                     # one padded position
     return ids, targets
-
-
-def test_an_attention_only_model_has_the_layout_without_ln_2_and_mlp():
-    params = tt.init_params(1, d=8, d_mlp=0, n_layer=2, n_vocab=20, n_ctx=16)
-    names = set(tm.weight_names(params))
-    assert names == set(toy_checks.layout(2, tied=False, mlp=False))
-    assert not any(".ln_2." in n or ".mlp." in n for n in names)
-    assert {".".join(n.split(".")[2:]) for n in names if n.startswith("blocks.1.")} == {
-        "ln_1.g", "ln_1.b", "attn.c_attn.w", "attn.c_attn.b", "attn.c_proj.w", "attn.c_proj.b"}
 
 
 def test_an_attention_only_block_is_x_plus_attention_and_nothing_else():
