@@ -70,19 +70,6 @@ def test_attention_off_on_the_loaded_toy_is_notebook_6s_table(tmp_path):
     assert [tw.fmt(p[j]) for j in top] == ["0.455", "0.143", "0.143"]
 
 
-def test_attention_off_changes_every_block_of_a_deeper_model():
-    import reference
-    params = reference.random_model(3, d=8, n_layer=3, tied=True)
-    ids = [1, 2, 3, 4]
-    on, off = tm.forward(ids, params, 2), tm.forward(ids, tm.switch_off(params, "attn"), 2)
-    assert not np.allclose(on, off)
-    silent = tm.copy_params(params)                # attention's output projection zeroed:
-    for blk in silent["blocks"]:                   # every block adds nothing from attention
-        blk["attn"]["c_proj"]["w"][:] = 0
-        blk["attn"]["c_proj"]["b"][:] = 0
-    assert np.allclose(off, tm.forward(ids, silent, 2))
-
-
 def test_the_layer_slider_is_hidden_with_one_block_and_shown_with_more(tmp_path):
     checkpoint = tg.load_gpt2(tg.save_toy_as_gpt2(tmp_path / "toy"))
     layer = tw.lab_attention(checkpoint).children[0].children[0]
