@@ -149,6 +149,17 @@ BAD = [
     (lambda: tt.bootstrap_interval([1.0, 2.0], [1.0, 2.0], statistic=np.max), "'median' or 'mean'"),
     (lambda: tt.bootstrap_interval([1.0, 2.0], [1.0, 2.0], level=95), "between 0 and 1"),
     (lambda: tt.train(tt.load_corpus(), steps=2, record=[]), "record must be a dict"),
+    (lambda: tt.train(tt.load_corpus(), steps=200, lr=5, optimizer="sgd"), r"diverged at step \d+.*lr = 5 is too large"),
+    *[(lambda options=options: tt.train(tt.load_corpus()[:2], **{"steps": 2, **options}), words) for options, words in [
+        *[({"lr": bad}, "learning rate lr must be a positive number") for bad in (float("nan"), float("inf"), -0.1, "0.1", 0)],
+        ({"steps": 2.5}, "steps must be a whole number"),
+        ({"steps": -5}, "steps must be a whole number"),
+        ({"seed": -1}, "seed must be a whole number"),
+        ({"seed": 1.5}, "seed must be a whole number"),
+        ({"warmup": -1}, "warmup must be a whole number"),
+        ({"warmup": 30, "steps": 20}, "must be shorter than the run"),
+        ({"clip": 0}, "clip .* must be a positive number"),
+        ({"decay": "yes"}, "True or False")]],
     # a bad id is named; no finite logit is a sentence, not NaN
     *[(lambda ids=ids: tm.decode(ids), f"got {named} among them") for ids, named in
       [([0, 2, 4.0], "'4.0'"), ([0, 2, 4.5], "'4.5'"), ([1, True], "'True'"), ([3, None], "'None'"),

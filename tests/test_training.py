@@ -254,11 +254,6 @@ def test_train_uses_the_schedule_and_the_clipping():
         assert np.array_equal(tm.get_weight(params, name), tm.get_weight(mine, name))
 
 
-def test_training_stops_on_divergence_with_a_sentence_naming_the_learning_rate():
-    with pytest.raises(ValueError, match=r"diverged at step \d+.*lr = 5 is too large"):
-        tt.train(tt.load_corpus(), steps=200, lr=5, optimizer="sgd")
-
-
 def test_the_live_curve_reports_divergence_and_bad_settings_in_its_progress_line():
     corpus = tt.load_corpus()
     params, losses = tw.train_live(corpus, steps=50, lr=5, optimizer="sgd")
@@ -268,26 +263,6 @@ def test_the_live_curve_reports_divergence_and_bad_settings_in_its_progress_line
     assert params is None and "every" in tw.train_live.panel.progress.value
     params, _ = tw.train_live(corpus, steps=2.5)
     assert params is None and "steps must be a whole number" in tw.train_live.panel.progress.value
-
-
-@pytest.mark.parametrize("options, words", [
-    ({"lr": float("nan")}, "learning rate lr must be a positive number"),
-    ({"lr": float("inf")}, "learning rate lr must be a positive number"),
-    ({"lr": -0.1}, "learning rate lr must be a positive number"),
-    ({"lr": "0.1"}, "learning rate lr must be a positive number"),
-    ({"lr": 0}, "learning rate lr must be a positive number"),
-    ({"steps": 2.5}, "steps must be a whole number"),
-    ({"steps": -5}, "steps must be a whole number"),
-    ({"seed": -1}, "seed must be a whole number"),
-    ({"seed": 1.5}, "seed must be a whole number"),
-    ({"warmup": -1}, "warmup must be a whole number"),
-    ({"warmup": 30, "steps": 20}, "must be shorter than the run"),
-    ({"clip": 0}, "clip .* must be a positive number"),
-    ({"decay": "yes"}, "True or False"),
-])
-def test_bad_training_settings_get_a_sentence(options, words):
-    with pytest.raises(ValueError, match=words):
-        tt.train(tt.load_corpus()[:2], **{"steps": 2, **options})
 
 
 def test_the_training_path_checks_the_weights_as_forward_does():
@@ -356,11 +331,6 @@ def test_gpt2s_initialisation_starts_near_ln_v():
     starts = [tt.corpus_loss(corpus, tt.init_params(seed)) for seed in range(10)]
     assert all(abs(s - np.log(12)) < 0.05 for s in starts)
     assert min(tt.corpus_loss(corpus, tt.init_params(seed, std=0.5)) for seed in range(10)) > np.log(12)
-
-
-def test_the_heldout_sentences_fit_the_context_and_end_the_same_way():
-    heldout = tt.load_heldout()       # what they hold: tests/test_lab08_stats.py
-    assert heldout and all(seq[-1] == tm.EOT and len(seq) <= tm.N_CTX for seq in heldout)
 
 
 def test_the_seed_sweep_has_ten_seeds_or_more_per_arm_and_recipe():
