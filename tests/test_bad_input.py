@@ -119,6 +119,23 @@ BAD = [
     (lambda: tm.replace_weight(tm.PARAMS, "wte", np.full((12, 4), np.nan)), "finite numbers"),
     (lambda: tm.copy_params({"wte": 1}), "params must be the weights' dict"),
     (lambda: tm.entropy(np.ones(3) + 1j), "one probability distribution"),
+    # training: the weights and the gradients checked as forward checks them
+    (lambda: tt.loss_and_grads([1, 2, 3], [2, 3, 4], n_head=3), "n_head must be a whole number that divides"),
+    (lambda: tt.loss_and_grads([1, 2, 3], [2, 3, 4], {k: v for k, v in tm.PARAMS.items() if k != "ln_f"}),
+     "params must be the weights' dict"),
+    (lambda: tt.loss_and_grads([1, 2, 3], [2, 3, 4], {**tm.copy_params(), "wpe": np.ones((8, 3))}),
+     "The weight 'wpe' has shape"),
+    (lambda: tm.replace_weight(tm.PARAMS, "wte", np.ones(3)), "its replacement has"),
+    *[(lambda step=step, w=w, g=g: step(w, g), words)
+      for step in (lambda w, g: tt.sgd_step(w, g, 0.1), lambda w, g: tt.adam_step(w, g, None, 0.1))
+      for w, g, words in [({"blocks": [np.ones(4), np.ones(4)]}, {"blocks": [np.ones(4)]},
+                           "'blocks.1' is in one but not the other"),
+                          ({"a": np.ones(4)}, {"a": np.ones(4), "b": np.ones(4)}, "'b' is in one but not the other"),
+                          ({"w": np.ones(4)}, {"w": np.ones((3, 4))},
+                           r"gradient of 'w' has shape \(3, 4\), but the weight has shape \(4,\)"),
+                          ({"w": np.ones(4)}, {"w": np.array([0, np.nan, 0, 0])}, "not finite"),
+                          ({"w": np.ones(4)}, None, "layout")]],
+    (lambda: tt.sgd_step({"w": np.ones(4)}, {"w": np.ones(4)}, float("nan")), "learning rate lr must be a positive number"),
     # training
     (lambda: tt.read_corpus("the cat climbed the roof. the dog climbed the"), "at most 8"),
     (lambda: tm.get_weight(tm.PARAMS, "blocks.0.attn.w_q"), "No weight is named"),
@@ -175,6 +192,19 @@ BAD = [
     (lambda: tm.generate(SENTENCE, cache="yes"), "cache"),
     *[(lambda kwargs=kwargs: tw.generation_stepper(SENTENCE, **kwargs), "seed|Temperature")
       for kwargs in ({"seed": -1}, {"seed": 2**64}, {"seed": 1.5}, {"temperature": -1}, {"temperature": "hot"})],
+    # lab 9's shapes, costs and BPE trainer
+    *[(lambda sizes=sizes: toy_gpt2.gpt2_small_shapes(**sizes), words) for sizes, words in [
+        (dict(d=10**6), "at most four times GPT-2 small's"), (dict(n_layer=0), "n_layer must be a whole"),
+        (dict(vocab=2.5), "vocab must be a whole"), (dict(seed=-1), "seed")]],
+    (lambda: toy_gpt2.params_by_part(None), "params must be the weights' dict"),
+    (lambda: toy_gpt2.count_params(None), "count_params takes the weights"),
+    (lambda: toy_gpt2.time_generation([1, 2], tm.PARAMS, 2, 1, cache="yes"), "cache is True or False"),
+    *[(lambda bad=bad: toy_gpt2.train_bpe(bad, 3), "list of words") for bad in ("the cat", [1, 2], None)],
+    (lambda: toy_gpt2.train_bpe(["ab"], -1), "n_merges"),
+    (lambda: toy_gpt2.train_bpe(["ab"], 1, ties="oldest"), "ties"),
+    # notebook 3's head: the weights and the picker
+    *[(lambda build=build, head=head: build(head=head), "head must be a whole number from 0 to 1")
+      for build in (tw.head_weights, tw.query_picker) for head in (2, -1, 1.0, "1")],
     # lab 11's characters and helpers: the sentence starts with the function's name
     (lambda: tx.encode_chars("Señor"), r"^(?!.*\. )tx\.encode_chars: the character 'ñ' \(at position 2\).*\.$"),
     (lambda: tx.decode_chars([1, 70]), r"^tx\.decode_chars: the id 70 .* from 0 to 62\.$"),

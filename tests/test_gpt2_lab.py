@@ -95,23 +95,6 @@ def test_a_pasted_long_text_is_refused_before_it_is_tokenized(tmp_path):
     assert "lone surrogate" in widget.children[4].value
 
 
-@pytest.mark.parametrize("sizes, sentence", [
-    (dict(d=10**6), "at most four times GPT-2 small's"), (dict(n_layer=0), "n_layer must be a whole"),
-    (dict(vocab=2.5), "vocab must be a whole"), (dict(seed=-1), "seed")])
-def test_gpt2_small_shapes_refuses_sizes_it_cannot_build(sizes, sentence):
-    with pytest.raises(ValueError, match=sentence):
-        tg.gpt2_small_shapes(**sizes)
-
-
-def test_the_cost_helpers_name_a_bad_input():
-    with pytest.raises(ValueError, match="params must be the weights' dict"):
-        tg.params_by_part(None)
-    with pytest.raises(ValueError, match="count_params takes the weights"):
-        tg.count_params(None)
-    with pytest.raises(ValueError, match="cache is True or False"):
-        tg.time_generation([1, 2], tm.PARAMS, 2, 1, cache="yes")
-
-
 def lab_prose():
     import json
     import re

@@ -265,39 +265,6 @@ def test_the_live_curve_reports_divergence_and_bad_settings_in_its_progress_line
     assert params is None and "steps must be a whole number" in tw.train_live.panel.progress.value
 
 
-def test_the_training_path_checks_the_weights_as_forward_does():
-    with pytest.raises(ValueError, match="n_head must be a whole number that divides"):
-        tt.loss_and_grads([1, 2, 3], [2, 3, 4], n_head=3)
-    missing = {k: v for k, v in tm.PARAMS.items() if k != "ln_f"}
-    with pytest.raises(ValueError, match="params must be the weights' dict"):
-        tt.loss_and_grads([1, 2, 3], [2, 3, 4], missing)
-    wrong = tm.copy_params()
-    wrong["wpe"] = np.ones((8, 3))
-    with pytest.raises(ValueError, match="The weight 'wpe' has shape"):
-        tt.loss_and_grads([1, 2, 3], [2, 3, 4], wrong)
-    with pytest.raises(ValueError, match="its replacement has"):
-        tm.replace_weight(tm.PARAMS, "wte", np.ones(3))
-
-
-@pytest.mark.parametrize("step", ["sgd", "adam"])
-def test_the_optimisers_refuse_gradients_that_do_not_match_the_weights(step):
-    def run(params, grads):
-        return tt.sgd_step(params, grads, 0.1) if step == "sgd" else tt.adam_step(params, grads, None, 0.1)
-    w1, w2, g1 = np.ones(4), np.ones(4), np.full(4, 0.5)
-    with pytest.raises(ValueError, match="'blocks.1' is in one but not the other"):
-        run({"blocks": [w1, w2]}, {"blocks": [g1]})
-    with pytest.raises(ValueError, match="'b' is in one but not the other"):
-        run({"a": w1}, {"a": g1, "b": g1})
-    with pytest.raises(ValueError, match=r"gradient of 'w' has shape \(3, 4\), but the weight has shape \(4,\)"):
-        run({"w": w1}, {"w": np.ones((3, 4))})
-    with pytest.raises(ValueError, match="not finite"):
-        run({"w": w1}, {"w": np.array([0, np.nan, 0, 0])})
-    with pytest.raises(ValueError, match="layout"):
-        run({"w": w1}, None)
-    with pytest.raises(ValueError, match="learning rate lr must be a positive number"):
-        tt.sgd_step({"w": w1}, {"w": g1}, float("nan"))
-
-
 def test_the_loss_is_one_cross_entropy_through_log_softmax():
     """Training grades with tm.cross_entropy: finite for huge logits, 0 (not -0) when perfect."""
     logits = np.zeros((1, 12))
