@@ -202,6 +202,16 @@ BAD = [
     *[(lambda bad=bad: toy_gpt2.train_bpe(bad, 3), "list of words") for bad in ("the cat", [1, 2], None)],
     (lambda: toy_gpt2.train_bpe(["ab"], -1), "n_merges"),
     (lambda: toy_gpt2.train_bpe(["ab"], 1, ties="oldest"), "ties"),
+    # the exercises, as the course's authors write and show them
+    (lambda: tw.exercise("99.9"), "There is no exercise '99.9'"),
+    (lambda: tw.exercise("02.4"), "checks a function you write"),
+    (lambda: tw.exercise("02.4", "embed_rows"), "pass the function itself"),
+    (lambda: tw.exercise("01.1", print), "answered in its box"),
+    (lambda: tw.number_exercise("3.1", "Q?", 1.0, "A."), "key is a string such as"),
+    (lambda: tw.number_exercise("01.1", "Q?", 1.0, "A."), "already registered"),
+    (lambda: tw.choice_exercise("98.1", "Q?", ["only one"], "only one", "A."), "at least two strings"),
+    (lambda: tw.p_summary([]), "p_summary needs one distribution over the 12 tokens"),
+    (lambda: tw.table([]), "table needs at least one row"),
     # notebook 3's head: the weights and the picker
     *[(lambda build=build, head=head: build(head=head), "head must be a whole number from 0 to 1")
       for build in (tw.head_weights, tw.query_picker) for head in (2, -1, 1.0, "1")],

@@ -269,21 +269,8 @@ def test_every_return_of_a_learners_function_gets_a_verdict_sentence(key):
     assert ok is False and "complex" in sentence
 
 
-def test_authoring_mistakes_raise_at_once_with_a_sentence():
-    with pytest.raises(ValueError, match="There is no exercise '99.9'"):
-        tw.exercise("99.9")
-    with pytest.raises(ValueError, match="checks a function you write"):
-        tw.exercise("02.4")
-    with pytest.raises(ValueError, match="pass the function itself"):
-        tw.exercise("02.4", "embed_rows")
-    with pytest.raises(ValueError, match="answered in its box"):
-        tw.exercise("01.1", print)
-    with pytest.raises(ValueError, match="key is a string such as"):
-        tw.number_exercise("3.1", "Q?", 1.0, "A.")
-    with pytest.raises(ValueError, match="already registered"):
-        tw.number_exercise("01.1", "Q?", 1.0, "A.")
-    with pytest.raises(ValueError, match="at least two strings"):
-        tw.choice_exercise("98.1", "Q?", ["only one"], "only one", "A.")
+def test_an_answer_not_among_the_options_is_refused_when_shown():
+    """(The other authoring mistakes, refused at once: test_bad_input.py's table.)"""
     tw.choice_exercise("98.2", "Q?", ["a", "b"], "c", "A.")
     try:
         with pytest.raises(ValueError, match="exactly one of its distinct options"):
