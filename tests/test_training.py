@@ -110,7 +110,10 @@ def test_a_batch_is_the_token_weighted_mean_of_its_texts():
 def test_a_small_gradient_step_lowers_the_loss(params, n_head):
     ids, targets = [0, 2, 4, 5, 1, 6], [2, 4, 5, 1, 6, 10]
     loss, grads = tt.loss_and_grads(ids, targets, params, n_head)
-    new_loss, _ = tt.loss_and_grads(ids, targets, tt.sgd_step(params, grads, 1e-3), n_head)
+    stepped = tt.sgd_step(params, grads, 1e-3)                      # each weight minus lr times its gradient
+    assert all(np.allclose(tm.get_weight(stepped, n), tm.get_weight(params, n) - 1e-3 * tm.get_weight(grads, n),
+                           rtol=0, atol=1e-15) for n in tm.weight_names(params))
+    new_loss, _ = tt.loss_and_grads(ids, targets, stepped, n_head)
     assert new_loss < loss
     squared = sum(float((tm.get_weight(grads, n) ** 2).sum()) for n in tm.weight_names(grads))
     assert loss - new_loss == pytest.approx(1e-3 * squared, rel=0.05)   # first order: lr |g|^2
@@ -153,13 +156,8 @@ def test_nothing_writes_into_the_weights():
     assert tt.loss_and_grads(EXAMPLE, EXAMPLE_TARGETS, adam)[0] < loss
 
 
-def test_sgd_moves_each_weight_by_minus_lr_times_its_gradient():
-    _, grads = tt.loss_and_grads(EXAMPLE, EXAMPLE_TARGETS)
-    new = tt.sgd_step(tm.PARAMS, grads, 0.5)
-    assert np.allclose(new["w_u"], tm.PARAMS["w_u"] - 0.5 * grads["w_u"])
-
-
 def test_train_is_deterministic_for_a_seed_and_lowers_the_loss():
+    """(init_params is seeded: the same seed, the same run; another seed, another run.)"""
     corpus = tt.read_corpus((ROOT / "data" / "corpus.txt").read_text(encoding="utf-8"))
     a, history_a = tt.train(corpus, steps=25, seed=3)
     b, history_b = tt.train(corpus, steps=25, seed=3)
@@ -171,13 +169,6 @@ def test_train_is_deterministic_for_a_seed_and_lowers_the_loss():
     assert history_a[-1] == pytest.approx(tt.corpus_loss(corpus, a), abs=1e-12)
     tied, _ = tt.train(corpus, steps=2, seed=3, tied=True)
     assert "w_u" not in tied
-
-
-def test_random_initialisation_is_seeded():
-    """(Its layout, tied or not: test_lesson_layer.py's test of every maker of weights.)"""
-    a, b = tt.init_params(0), tt.init_params(0)
-    assert all(np.array_equal(tm.get_weight(a, n), tm.get_weight(b, n)) for n in tm.weight_names(a))
-    assert not np.array_equal(tt.init_params(1)["wte"], a["wte"])
 
 
 def test_every_frame_of_the_live_curve_shows_the_losses_up_to_the_step_it_names(monkeypatch):
