@@ -201,12 +201,14 @@ def test_the_byte_table_is_gpt2s():
 
 
 def test_the_toys_bpe_cuts_toy_texts_like_the_toy():
+    """And both decodes invert the encodes, on random texts of the toy's vocabulary."""
     encode, decode = tg.bpe_tokenizer(*tg.toy_bpe())
     rng = np.random.default_rng(13)
     texts = ["edthe", " the sofa.<|endoftext|>the floor"]
     texts += ["".join(tm.VOCAB[i] for i in rng.integers(0, 12, rng.integers(1, 9))) for _ in range(300)]
     for text in texts:
-        assert encode(text) == tm.encode(text) and decode(encode(text)) == text, repr(text)
+        ids = encode(text)
+        assert ids == tm.encode(text) and decode(ids) == tm.decode(ids) == text, repr(text)
     with pytest.raises(ValueError, match="cannot cover '␣jumped'"):
         encode("the cat jumped")
 

@@ -56,12 +56,6 @@ def test_every_gradient_of_the_toy_matches_finite_differences():
 
 # --- The loss and the batch ---------------------------------------------------------------
 
-def test_the_loss_of_the_example_is_the_output_pages_0979():
-    loss, _ = tt.loss_and_grads(EXAMPLE, EXAMPLE_TARGETS)
-    assert round(loss, 3) == 0.979
-    assert loss == pytest.approx(tm.cross_entropy(tm.forward(EXAMPLE), EXAMPLE_TARGETS), abs=1e-12)
-
-
 def test_last_rows_logit_gradient_is_p_minus_onehot():
     logits = tm.forward(EXAMPLE)
     dz = tt.softmax_cross_entropy_backward(logits, EXAMPLE_TARGETS)
