@@ -53,7 +53,6 @@ def test_temperature_explorer_with_all_three_set(T, k, top_p, through):
     expected = ref.sampling_filter(Z, T, k, top_p)
     exact = top_p if through == "boxes" else round(top_p, 9)          # a slider's noise dropped
     assert (root.state.T, root.state.k, root.state.p) == (T, k, exact)
-    assert np.allclose(tm.next_token_probs(Z, T, k, top_p), expected)
     assert np.allclose(shown(root.chart), expected), (T, k, top_p)
     assert np.allclose(shown(root.before), ref.sampling_filter(Z, T, 12, 1.0)), "the outlines: T only"
     line = text(find(root, widgets.HTML)[0])
