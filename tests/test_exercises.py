@@ -143,11 +143,8 @@ def test_typed_numbers_are_read_as_written():
     assert tw.typed_number(" 1/12 ") == pytest.approx(1 / 12)
     assert tw.typed_number("12,345.5") == 12345.5
     assert tw.typed_number("1e-3") == 0.001 and tw.typed_number("-2.5", "logit") == -2.5
-    # (the sentences for a comma, 1/0, nan: test_bad_input.py's TYPED_SENTENCES, in every box)
-    for bad, sentence in [("1e999", "too large"), ("x" * 200_000, "is not a number")]:
-        with pytest.raises(ValueError, match=sentence) as err:
-            tw.typed_number(bad)
-        assert len(str(err.value)) < 200
+    # (the sentences for a comma, 1/0, nan: test_bad_input_fuzz.py's TYPED_SENTENCES, in every
+    # box; for a huge number and a long text: test_bad_input.py's table)
 
 
 @pytest.mark.parametrize("key, fraction", [("05.1", "5/3"), ("03.2", "1/5")])
