@@ -95,9 +95,9 @@ def test_the_checkers_rules_on_typed_values_written_out(monkeypatch):
 
 def test_an_exact_answer_with_fewer_decimals_is_right():
     """03.2's answer is 1/5: a learner who predicts it and types 0.2 is right, as with 0.200;
-    0.25 (1/4) and 0.3 are not."""
+    0.25 (1/4) and 0.3 are not (typed as 1/5: test_fractions_are_accepted_...)."""
     say = tw.exercise("03.2").try_answer
-    assert say("0.2") == say("1/5") == say("0.200") == "Right: 0.200."
+    assert say("0.2") == say("0.200") == "Right: 0.200."
     assert not say("0.25").startswith("Right") and not say("0.3").startswith("Right")
 
 
@@ -143,11 +143,8 @@ def test_typed_numbers_are_read_as_written():
     assert tw.typed_number(" 1/12 ") == pytest.approx(1 / 12)
     assert tw.typed_number("12,345.5") == 12345.5
     assert tw.typed_number("1e-3") == 0.001 and tw.typed_number("-2.5", "logit") == -2.5
-    # (the sentences for a comma, 1/0, nan: test_bad_input.py's TYPED_SENTENCES, in every box)
-    for bad, sentence in [("1e999", "too large"), ("x" * 200_000, "is not a number")]:
-        with pytest.raises(ValueError, match=sentence) as err:
-            tw.typed_number(bad)
-        assert len(str(err.value)) < 200
+    # (the sentences for a comma, 1/0, nan: test_bad_input_fuzz.py's TYPED_SENTENCES, in every
+    # box; for a huge number and a long text: test_bad_input.py's table)
 
 
 @pytest.mark.parametrize("key, fraction", [("05.1", "5/3"), ("03.2", "1/5")])
@@ -269,21 +266,8 @@ def test_every_return_of_a_learners_function_gets_a_verdict_sentence(key):
     assert ok is False and "complex" in sentence
 
 
-def test_authoring_mistakes_raise_at_once_with_a_sentence():
-    with pytest.raises(ValueError, match="There is no exercise '99.9'"):
-        tw.exercise("99.9")
-    with pytest.raises(ValueError, match="checks a function you write"):
-        tw.exercise("02.4")
-    with pytest.raises(ValueError, match="pass the function itself"):
-        tw.exercise("02.4", "embed_rows")
-    with pytest.raises(ValueError, match="answered in its box"):
-        tw.exercise("01.1", print)
-    with pytest.raises(ValueError, match="key is a string such as"):
-        tw.number_exercise("3.1", "Q?", 1.0, "A.")
-    with pytest.raises(ValueError, match="already registered"):
-        tw.number_exercise("01.1", "Q?", 1.0, "A.")
-    with pytest.raises(ValueError, match="at least two strings"):
-        tw.choice_exercise("98.1", "Q?", ["only one"], "only one", "A.")
+def test_an_answer_not_among_the_options_is_refused_when_shown():
+    """(The other authoring mistakes, refused at once: test_bad_input.py's table.)"""
     tw.choice_exercise("98.2", "Q?", ["a", "b"], "c", "A.")
     try:
         with pytest.raises(ValueError, match="exactly one of its distinct options"):

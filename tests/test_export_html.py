@@ -80,12 +80,6 @@ def test_each_widget_picture_says_how_to_make_it_live(pages):
                        "picture and to run the cells:\n" + "\n".join(wrong))
 
 
-def test_a_page_for_every_notebook_and_an_index(pages):
-    assert [p.stem for p in pages] == [n.stem for n in NOTEBOOKS]
-    index = (pages[0].parent / "index.html").read_text(encoding="utf-8")
-    assert all(f'href="{n.stem}.html"' in index for n in NOTEBOOKS)
-
-
 def test_nothing_is_loaded_from_the_network(pages):
     for page in pages:
         text = page.read_text(encoding="utf-8")

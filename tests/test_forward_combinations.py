@@ -5,7 +5,8 @@ cache took its start position from the batch size). So every combination of the
 options forward offers (a batch, a KV cache, a trace, the mask off, attention off, the
 MLP off, tied weights) runs on random models of 1 to 3 blocks and 1 to 4 heads whose
 biases, gains and position embeddings are all far from 0, and is compared with the
-reference's loop: one position at a time, one head at a time. The KV cache and
+reference's loop: one position at a time, one head at a time, a switch as the reference
+writes it (every block's branch silenced). The KV cache and
 generation are tested here and nowhere else in the model's tests.
 """
 import itertools
@@ -47,11 +48,11 @@ def test_every_combination_of_forwards_options_matches_the_reference(case):
     rng = np.random.default_rng(1000 + index)
     texts = rng.integers(0, V, (3 if case["batch"] else 1, N))
     options = dict(n_head=n_head, mask=case["mask"])    # tied: the random model has no w_u
-    if not case["attention_on"]:                        # the switches are weight edits
-        params = tm.switch_off(params, "attn")
-    if not case["mlp_on"]:
-        params = tm.switch_off(params, "mlp")
-    want = np.array([ref.forward(t, params, n_head, sees=visibility(case["mask"], case["cache"]))
+    silent = params                                     # the switches are weight edits: the
+    for branch, on in (("attn", case["attention_on"]), ("mlp", case["mlp_on"])):   # reference's its own
+        if not on:
+            params, silent = tm.switch_off(params, branch), ref.without(silent, branch)
+    want = np.array([ref.forward(t, silent, n_head, sees=visibility(case["mask"], case["cache"]))
                      for t in texts])
     ids = texts if case["batch"] else list(texts[0])
     trace = {} if case["trace"] else None

@@ -157,6 +157,7 @@ BROKEN = {
     "text id": (write("vocab.json", json.dumps({"the": "0"})), "map each token's text to its id"),
     "id too large": (write("vocab.json", json.dumps({"the": 12})), "ids up to 12, but wte has only 12 rows"),
     "merges line": (write("merges.txt", "#version: 0.2\nt h\nthe\n"), "two pieces and a space"),
+    "half a tokenizer": (lambda folder: (folder / "merges.txt").unlink(), "merges.txt"),
 }
 
 

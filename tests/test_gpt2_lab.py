@@ -70,19 +70,6 @@ def test_attention_off_on_the_loaded_toy_is_notebook_6s_table(tmp_path):
     assert [tw.fmt(p[j]) for j in top] == ["0.455", "0.143", "0.143"]
 
 
-def test_attention_off_changes_every_block_of_a_deeper_model():
-    import reference
-    params = reference.random_model(3, d=8, n_layer=3, tied=True)
-    ids = [1, 2, 3, 4]
-    on, off = tm.forward(ids, params, 2), tm.forward(ids, tm.switch_off(params, "attn"), 2)
-    assert not np.allclose(on, off)
-    silent = tm.copy_params(params)                # attention's output projection zeroed:
-    for blk in silent["blocks"]:                   # every block adds nothing from attention
-        blk["attn"]["c_proj"]["w"][:] = 0
-        blk["attn"]["c_proj"]["b"][:] = 0
-    assert np.allclose(off, tm.forward(ids, silent, 2))
-
-
 def test_the_layer_slider_is_hidden_with_one_block_and_shown_with_more(tmp_path):
     checkpoint = tg.load_gpt2(tg.save_toy_as_gpt2(tmp_path / "toy"))
     layer = tw.lab_attention(checkpoint).children[0].children[0]
@@ -106,23 +93,6 @@ def test_a_pasted_long_text_is_refused_before_it_is_tokenized(tmp_path):
     assert not seen and "80,000 characters" in widget.children[4].value
     widget.children[1].value = "the \ud800 cat"
     assert "lone surrogate" in widget.children[4].value
-
-
-@pytest.mark.parametrize("sizes, sentence", [
-    (dict(d=10**6), "at most four times GPT-2 small's"), (dict(n_layer=0), "n_layer must be a whole"),
-    (dict(vocab=2.5), "vocab must be a whole"), (dict(seed=-1), "seed")])
-def test_gpt2_small_shapes_refuses_sizes_it_cannot_build(sizes, sentence):
-    with pytest.raises(ValueError, match=sentence):
-        tg.gpt2_small_shapes(**sizes)
-
-
-def test_the_cost_helpers_name_a_bad_input():
-    with pytest.raises(ValueError, match="params must be the weights' dict"):
-        tg.params_by_part(None)
-    with pytest.raises(ValueError, match="count_params takes the weights"):
-        tg.count_params(None)
-    with pytest.raises(ValueError, match="cache is True or False"):
-        tg.time_generation([1, 2], tm.PARAMS, 2, 1, cache="yes")
 
 
 def lab_prose():

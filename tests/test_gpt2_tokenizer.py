@@ -285,19 +285,6 @@ def test_the_trainers_merges_tokenize_the_corpus_into_fewer_tokens():
     assert decode(ids) == CORPUS and len(ids) < len(CORPUS.encode()) / 3
 
 
-@pytest.mark.parametrize("bad", ["the cat", [1, 2], None])
-def test_the_trainer_names_a_bad_input(bad):
-    with pytest.raises(ValueError, match="list of words"):
-        tg.train_bpe(bad, 3)
-
-
-def test_the_trainer_refuses_a_bad_count_or_rule():
-    with pytest.raises(ValueError, match="n_merges"):
-        tg.train_bpe(["ab"], -1)
-    with pytest.raises(ValueError, match="ties"):
-        tg.train_bpe(["ab"], 1, ties="oldest")
-
-
 # --- What the tokenizer costs, counted rather than timed --------------------------------
 
 class CountingRanks(dict):

@@ -26,9 +26,10 @@ def pairs(corpus):
     return found
 
 
-def test_no_heldout_sentence_is_a_training_sentence():
+def test_no_heldout_sentence_is_a_training_sentence_and_each_fits_the_context():
     corpus, heldout = tt.load_corpus(), tt.load_heldout()
     assert heldout and not any(seq in corpus for seq in heldout)
+    assert all(seq[-1] == tm.EOT and len(seq) <= tm.N_CTX for seq in heldout)
 
 
 def test_the_heldout_sentences_are_the_corpus_kind_with_every_pair_it_never_shows():

@@ -620,36 +620,6 @@ def test_training_replay_shows_each_snapshot(run, task):
     readable_and_inside(root, "training_replay")
 
 
-# --- Bad input: one sentence ------------------------------------------------------------------
-
-def one_sentence(fn, *args, words=""):
-    with pytest.raises(ValueError) as err:
-        fn(*args)
-    message = str(err.value)
-    assert words in message and "\n" not in message and message.endswith("."), message
-
-
-@pytest.mark.parametrize("builder", ["head_explorer", "head_switches"])
-def test_widgets_say_what_is_wrong_with_their_model_rows_or_where(builder, run, task):
-    rows, where = task
-    build = getattr(tw, builder)
-    one_sentence(build, "weights", rows, where, words="takes a trained model")
-    one_sentence(build, {"params": {"wte": 1}}, rows, where, words="params")
-    one_sentence(build, run, rows[:, :10], where, words="rows of 17 whole-number ids")
-    one_sentence(build, run, [[1, 2], [3]], where, words="rows")
-    one_sentence(build, run, rows + 20, where, words="from 0 to 15")
-    one_sentence(build, run, rows, where[:-1], words="one (l, s1, s2) per row")
-    one_sentence(build, run, rows, [(5, 0, 3)] + where[1:], words="where[0]")
-    one_sentence(build, run, rows, [(l, s1 + 1, s2 + 1) for l, s1, s2 in where], words="where[0]")
-
-
-def test_training_replay_says_what_is_wrong_with_its_run(run, task):
-    rows, where = task
-    one_sentence(tw.training_replay, run["params"], rows, where, words="takes the run")
-    one_sentence(tw.training_replay, {**run, "snapshots": []}, rows, where, words="with its snapshots")
-    one_sentence(tw.training_replay, run, rows, "where", words="where must be a list")
-
-
 # --- Exercises -------------------------------------------------------------------------------
 
 def test_10_1_reads_the_models_own_argmax_and_names_the_typical_mistakes(run, monkeypatch):

@@ -73,7 +73,7 @@ def test_static_plot_helper_labels_every_token_once(dx, dy):
 
 
 def test_bad_input_gets_one_sentence():
-    """A control set from code (a bad text to the builder: test_bad_input.py)."""
+    """A control set from code (a bad text to the builder: test_bad_input_fuzz.py)."""
     panel = tw.embedding_scatter()
     x_dim, y_dim, positions, ax, dots, rings, area = _parts(panel)
     x_dim.value = None                              # set from code: refused, put back

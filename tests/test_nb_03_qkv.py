@@ -81,11 +81,3 @@ def test_typed_position_out_of_range_gives_one_sentence_then_clears(picker):
     assert "Pick one of the query options" in area.value
     assert pick.value == 3 and pos.value == 3
     check_row(root, 3)
-
-
-@pytest.mark.parametrize("head", [2, -1, 1.0, "1"])
-def test_a_head_that_does_not_exist_gets_one_sentence(head):
-    with pytest.raises(ValueError, match="head must be a whole number from 0 to 1"):
-        tw.head_weights(head)
-    with pytest.raises(ValueError, match="head must be a whole number from 0 to 1"):
-        tw.query_picker(head=head)

@@ -58,8 +58,7 @@ def check_explorer(root, T, k, p):
 def test_temperature_widget_starts_at_the_models_p():
     root = tw.temperature_explorer()
     assert "w-temperature" in root._dom_classes
-    check_explorer(root, 1.0, 12, 1.0)
-    assert np.allclose(shown(root.chart), tm.softmax(Z))
+    check_explorer(root, 1.0, 12, 1.0)                      # (T = 1 and no filter is softmax: test_toy_model)
     assert "␣roof with p = 0.395" in text(root.children[4])
     assert message(root) == ""
 
@@ -121,11 +120,17 @@ def reference_draws(prompt, temperatures, seed):
     return [(p, nxt) for _, p, nxt in steps], end
 
 
-@pytest.mark.parametrize("seed, temperatures", [(0, [1.0] * 4), (1, [1.0] * 4), (18, [1.0, 0.333, 2.0, 1.0]),
-                                                (3, [2.0, 0.0, 3.0, 1.5]), (0, [0.0] * 4)])   # greedy: to the end
-def test_each_click_draws_from_the_seeds_generator_at_the_temperature_set_then(seed, temperatures):
-    draws, end = reference_draws(PROMPT, temperatures, seed)
-    root, step, reset = stepper(temperature=temperatures[0], seed=seed)
+@pytest.mark.parametrize("prompt, seed, temperatures", [
+    (PROMPT, 0, [1.0] * 4), ("the dog", 1, [1.0] * 4), ("the cat climbed", 18, [1.0, 0.333, 2.0, 1.0]),
+    ("the", 3, [2.0, 0.0, 3.0, 1.5]), (PROMPT, 0, [0.0] * 4)])                     # greedy: to the end
+def test_each_click_draws_from_the_seeds_generator_at_the_temperature_set_then(prompt, seed, temperatures):
+    draws, end = reference_draws(prompt, temperatures, seed)
+    if prompt == PROMPT:                                     # given to the builder
+        root, step, reset = stepper(temperature=temperatures[0], seed=seed)
+    else:                                                    # or typed into the boxes
+        root, step, reset = stepper()
+        control(root, "Text", "seed").value = str(seed)
+        control(root, "Text", "prompt").value = prompt
     for _ in range(2):                                       # and the same again after reset
         for T, (p, nxt) in zip(temperatures, draws):
             control(root, "FloatText", "temperature").value = T
@@ -144,8 +149,8 @@ def test_each_click_draws_from_the_seeds_generator_at_the_temperature_set_then(s
             assert root.state.ids == end
         control(root, "FloatText", "temperature").value = temperatures[0]
         reset.click()
-        assert root.state.ids == tm.encode(PROMPT)
-        assert np.allclose(shown(root.chart), next_p(tm.encode(PROMPT), temperatures[0]))
+        assert root.state.ids == tm.encode(prompt)
+        assert np.allclose(shown(root.chart), next_p(tm.encode(prompt), temperatures[0]))
         assert not step.disabled
 
 
@@ -246,7 +251,7 @@ def stepper_call():
 
 def test_the_stepper_a_class_sees_first_writes_a_sentence():
     """The default demo ends the text with <|endoftext|> after a sentence, and no draw is a
-    long shot (that the widget writes what tm.generate does: test_widgets_combinations.py)."""
+    long shot (that the widget draws what generating draws: test_each_click_draws_...)."""
     args = stepper_call()
     steps = tm.generate(args["prompt"], temperature=args["temperature"], seed=args["seed"])
     assert args["temperature"] == 1, "the demo samples from the model's own p"

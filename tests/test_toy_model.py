@@ -149,14 +149,6 @@ def test_layer_norm_has_mean_0_and_std_1():
     assert np.allclose(f.mean(1), 0) and np.allclose(f.std(1), 1, atol=1e-4)
 
 
-def test_decode_inverts_encode_on_random_texts_of_the_vocabulary():
-    rng = np.random.default_rng(2)
-    texts = [" the sofa.<|endoftext|>the floor", "edthe"]
-    texts += ["".join(tm.VOCAB[i] for i in rng.integers(0, 12, rng.integers(1, 9))) for _ in range(200)]
-    for text in texts:
-        assert tm.decode(tm.encode(text)) == text
-
-
 def test_temperature_zero_is_greedy_and_top_k_one_too():
     z = tm.intermediates(TEXT)["logits"][-1]
     greedy = tm.next_token_probs(z, 0)
@@ -181,11 +173,6 @@ def test_top_k_and_top_p_keep_the_right_tokens():
     assert kept(top_k=3) == kept(top_p=0.6) == ["␣roof", "␣wall", "␣sofa"]
     assert kept(top_p=0.5) == ["␣roof", "␣wall"] and kept(top_k=3, top_p=0.6) == ["␣roof"]
     assert np.allclose(tm.next_token_probs(z, 1.0, top_p=1.0), tm.softmax(z), rtol=0, atol=1e-15)
-
-
-def test_sampling_with_a_seed_repeats():
-    runs = [tuple(s["next"] for s in tm.generate(TEXT, temperature=1.5, seed=k)) for k in [4, 4, *range(20)]]
-    assert runs[0] == runs[1] and len(set(runs)) > 3          # and other seeds draw other tokens
 
 
 @pytest.mark.parametrize("seed, temperatures", [(18, [1.0, 0.333, 2.0, 1.0]), (5, [2.0, 0.0, 3.0, 0.5]),
@@ -233,15 +220,6 @@ def test_a_tiny_temperature_is_greedy_not_an_error():
     z = tm.intermediates(TEXT)["logits"][-1]
     for t in (1e-300, 5e-324):
         assert np.array_equal(tm.next_token_probs(z, t), tm.next_token_probs(z, 0))
-
-
-def test_an_unknown_word_in_a_long_text_gets_a_short_message():
-    with pytest.raises(ValueError) as info:
-        tm.encode("the " + "x" * 200_000)
-    assert len(str(info.value)) < 400
-    with pytest.raises(ValueError) as info:
-        tm.encode("the cat jumped")
-    assert str(info.value).count("jumped") == 1      # not "'␣jumped' (in '␣jumped')"
 
 
 def test_the_weights_refuse_every_change_and_a_copy_is_ordinary():

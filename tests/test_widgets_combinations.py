@@ -53,7 +53,6 @@ def test_temperature_explorer_with_all_three_set(T, k, top_p, through):
     expected = ref.sampling_filter(Z, T, k, top_p)
     exact = top_p if through == "boxes" else round(top_p, 9)          # a slider's noise dropped
     assert (root.state.T, root.state.k, root.state.p) == (T, k, exact)
-    assert np.allclose(tm.next_token_probs(Z, T, k, top_p), expected)
     assert np.allclose(shown(root.chart), expected), (T, k, top_p)
     assert np.allclose(shown(root.before), ref.sampling_filter(Z, T, 12, 1.0)), "the outlines: T only"
     line = text(find(root, widgets.HTML)[0])
@@ -154,21 +153,3 @@ def test_embedding_scatter_other_dimensions_with_positions(dx, dy):
     assert rings.get_visible()
     find(root, widgets.ToggleButton)[0].value = False
     assert not rings.get_visible()
-
-
-# --- 07: the stepper with a prompt, a temperature and a seed -----------------------------
-
-@pytest.mark.parametrize("prompt, T, seed", [("the dog", 0.7, 5), ("the cat climbed", 1.3, 2),
-                                             ("the", 0.0, 9)])
-def test_generation_stepper_draws_what_generate_draws(prompt, T, seed):
-    root = tw.generation_stepper()
-    by_description(root, widgets.FloatText, "temperature").value = T
-    by_description(root, widgets.Text, "seed").value = str(seed)
-    by_description(root, widgets.Text, "prompt").value = prompt
-    steps = tm.generate(prompt, temperature=T, seed=seed)
-    step = by_description(root, widgets.Button, "next token")
-    assert np.allclose(shown(root.chart), steps[0]["p"])          # what the first draw uses
-    for s in steps[:3]:
-        step.click()
-        assert root.state.ids[-1] == s["next"]
-        assert np.allclose(shown(root.chart), s["p"])             # what it was drawn from
