@@ -200,8 +200,8 @@ def fast_loss_and_grads(ids, targets, params, n_head):
     rows and down columns are products with ones; attention's scores are shifted by their
     row's largest only when one of them is far enough from 0 for e^score to leave float32's
     range, and the backward pass's row sums over the weights are taken over the head's
-    d_head outputs instead. Only what the lab trains: ids and targets [B, n] with every target graded, the
-    causal mask, blocks with an MLP, an output layer of its own (w_u)."""
+    d_head outputs instead. Only what the lab trains: ids and targets [B, n] with every
+    target graded, the causal mask, blocks with an MLP, an output layer of its own (w_u)."""
     ids, targets = np.asarray(ids), np.asarray(targets)
     if ids.ndim != 2 or targets.shape != ids.shape or (targets < 0).any() or "w_u" not in params:
         raise ValueError("tx.fast_loss_and_grads takes ids and targets of one shape [B, n], every "
