@@ -379,7 +379,7 @@ def training_replay(run, rows, where, step=None):
     step = int(step)
     slider = widgets.SelectionSlider(options=steps, value=step, description="step",
                                      layout=widgets.Layout(width="30em"))
-    fig, _ = live_figure("training-replay", 6.77, 3.0)
+    fig, _ = live_figure("training-replay", 6.77, 3.4)
     fig.clear()
     grid = fig.add_gridspec(n_head, len(params["blocks"]) + 1,
                             width_ratios=[1] * len(params["blocks"]) + [1.5])
@@ -388,6 +388,10 @@ def training_replay(run, rows, where, step=None):
         ax = fig.add_subplot(grid[h, L])
         images.append(_attention_map(ax, np.zeros((ti.COPY_N_CTX, ti.COPY_N_CTX)), ids[0], where[0], labels=False))
         ax.set_title(_name(L, h, n_head), fontsize=9)
+    key = fig.colorbar(images[0], ax=fig.axes, location="bottom", fraction=0.05, aspect=30,
+                       shrink=0.9, ticks=[0, 0.5, 1])
+    key.set_label("attention weight", fontsize=8)
+    key.ax.tick_params(labelsize=8)
     curves = fig.add_subplot(grid[:, -1])
     first, second = _loss_axes(curves, steps[-1], "Both copies' loss")
     first.set_data(steps, run["first"])
