@@ -420,6 +420,10 @@ def test_the_pages_numbers_from_the_live_run_are_the_shipped_models():
     for layer in range(2):
         got = re.search(rf"with block {layer + 1}'s head off: ([\d.]+) nats", shown)
         assert float(got.group(1)) == pytest.approx(ablated[layer][0], abs=0.006)
+    shown = text["without = ti.head_scores(ti.ablate(params, 0, 0, 1), 1, test_rows, test_where)"]
+    got = re.search(r"([\d.]+) with block 1's head on, ([\d.]+) with it off", shown)
+    for value, model in zip(got.groups(), [params, ti.ablate(params, 0, 0, 1)]):     # on 64 of the rows
+        assert float(value) == pytest.approx(scores_by_hand(model, test_rows[:64], test_where[:64], 1, 0)[1], abs=0.03)
     shown = text[next(k for k in text if k.startswith("for label, off in [(\"every head on\""))]
     rest = ~ti.second_copy_mask(test_where)                  # nothing to copy, but position 0
     rest[:, 0] = False
