@@ -10,7 +10,7 @@ backward and adam_step on toy_model's forward, with attention-only blocks (d_mlp
 import numpy as np
 
 from toy_checks import as_count, as_numbers, as_path, check_params, check_seed, is_number, raise_unless
-from toy_model import (attention, forward, get_weight, layer_norm, linear, log_softmax,
+from toy_model import (attention, block, forward, get_weight, layer_norm, linear, log_softmax,
                        replace_weight, unembed)
 from toy_train import DATA, init_params, read_sweep, train_batches
 
@@ -240,7 +240,9 @@ def attention_by_offset(weights):
 # --- K-, Q- and V-composition: what block 2 reads of block 1's head ------------------------
 # Switching block 1's head off (ablate) takes its output out of everything after it at
 # once: block 2's queries, keys and values, and the residual stream the unembedding reads.
-# composed_forward takes it out of one of block 2's three inputs only.
+# composed_forward takes it out of one of block 2's three inputs only; edited_forward
+# keeps it everywhere but edits the head's attention weights (one_back: only its weight on
+# the position before).
 
 def _head_writes(trace, blk, head, n_head):
     """What one head wrote into the residual stream, from a block's trace: its output
@@ -287,6 +289,59 @@ def composition_losses(params, rows, where, n_head=1):
         losses = -np.take_along_axis(log_softmax(logits), targets[..., None], axis=-1)[..., 0]
         out[removed or "none"] = (float(losses[second_copy_mask(where)].mean()),
                                   induction_score(weights[0], where))
+    return out
+
+
+def edited_forward(params, ids, edit, n_head=1, head=0):
+    """Two attention-only blocks, with block 1's head `head` weighing its values by
+    edit(its attention weights [B, n, n]) instead of by the weights themselves; the rest runs
+    as toy_model.forward does. Returns (logits [B, n, V], block 2's attention: one [B, n, n]
+    per head). With edit returning its input, this is toy_model.forward."""
+    n_head = check_params(params, n_head)
+    raise_unless(len(params["blocks"]) == 2 and "mlp" not in params["blocks"][0] and callable(edit),
+                 "edited_forward", "params are two attention-only blocks, and edit is a function "
+                 "of block 1's head's attention weights")
+    head = as_count(head, "head", low=0)
+    raise_unless(head < n_head, "edited_forward", f"head counts from 0 to {n_head - 1}")
+    first, second = params["blocks"]
+    trace = {}
+    forward(ids, params, n_head, trace=trace)
+    t = trace["blocks"][0]
+    w_o = first["attn"]["c_proj"]["w"]
+    size = w_o.shape[0] // n_head
+    weights = t["heads"][head]["weights"]
+    new = edit(weights)
+    raise_unless(np.shape(new) == weights.shape, "edited_forward",
+                 f"edit returns weights of the shape it is given, {weights.shape}")
+    edited = np.asarray(new) @ t["heads"][head]["v"]                             # [B, n, d_head]
+    # the stream after block 1, with the head's write replaced by the edited one
+    x = t["y"] + (edited - t["heads"][head]["out"]) @ w_o[head * size:(head + 1) * size]
+    second_trace = {}
+    y = block(x, second, n_head, trace=second_trace)
+    logits = unembed(layer_norm(y, **params["ln_f"]), params)
+    return logits, [h["weights"] for h in second_trace["heads"]]
+
+
+def one_back(weights):
+    """Only each position's weight on the position just before it; every other weight 0."""
+    weights = as_numbers(weights, "one_back", min_dims=2)
+    raise_unless(weights.shape[-1] == weights.shape[-2] > 1, "one_back",
+                 "weights are a head's attention, [n, n] or [B, n, n], not an array of shape "
+                 f"{weights.shape}")
+    return np.tril(weights, -1) - np.tril(weights, -2)
+
+
+def one_back_losses(params, rows, where, n_head=1):
+    """Block 1's head keeping only its weight one back ("only"), or all its weights but that
+    one ("without"), neither scaled up again: {which: (the second copy's loss, block 2's
+    first head's induction score)}."""
+    check_rows(rows, where, needs_where=True)
+    ids, targets = as_batch(rows)
+    out = {}
+    for which, edit in [("only", one_back), ("without", lambda w: w - one_back(w))]:
+        logits, weights = edited_forward(params, ids, edit, n_head)
+        losses = -np.take_along_axis(log_softmax(logits), targets[..., None], axis=-1)[..., 0]
+        out[which] = (float(losses[second_copy_mask(where)].mean()), induction_score(weights[0], where))
     return out
 
 

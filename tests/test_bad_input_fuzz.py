@@ -212,6 +212,8 @@ A = {
     "attention_by_offset": [ROWS4],
     "composed_forward": [TWO_BLOCKS, IDS_2D, {"removed": either(st.sampled_from(["", "k", "qv"]))}],
     "composition_losses": [TWO_BLOCKS, ROWS_OF_IDS, WHERE],
+    "edited_forward": [TWO_BLOCKS, IDS_2D, either(st.just(lambda w: w))],
+    "one_back": [ROWS4], "one_back_losses": [TWO_BLOCKS, ROWS_OF_IDS, WHERE],
     "ov_copying": [TWO_BLOCKS, ROWS_OF_IDS, WHERE],
     "position_model": [{"scale": NUMBER}],
     "best_first_copy_loss": [{"filler_first": FLAG}],

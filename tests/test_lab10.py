@@ -172,21 +172,23 @@ def trained_pair():
     return ti.load_copy_model(), ti.repeat_rows(31, 40)
 
 
-def test_composed_forward_is_the_forward_when_nothing_is_removed():
+def test_composed_and_edited_forward_are_the_forward_when_nothing_is_changed():
     params, (rows, where) = trained_pair()
     ids = ti.as_batch(rows)[0]
-    logits, weights = ti.composed_forward(params, ids)
-    assert np.allclose(logits, tm.forward(ids, params, 1), atol=1e-6)
-    assert np.allclose(weights[0], ti.attention_weights(params, 1, ids)[1][0], atol=1e-6)
     two = tt.init_params(3, d=8, d_mlp=0, n_layer=2, n_vocab=ti.COPY_VOCAB, n_ctx=ti.COPY_N_CTX)
+    for logits, weights in [ti.composed_forward(params, ids), ti.edited_forward(params, ids, lambda w: w)]:
+        assert np.allclose(logits, tm.forward(ids, params, 1), atol=1e-6)
+        assert np.allclose(weights[0], ti.attention_weights(params, 1, ids)[1][0], atol=1e-6)
     assert np.allclose(ti.composed_forward(two, ids, n_head=2)[0], tm.forward(ids, two, 2))
+    for head in range(2):               # every weight of one head taken: that head ablated, the other kept
+        got = ti.edited_forward(two, ids, np.zeros_like, n_head=2, head=head)[0]
+        assert np.allclose(got, tm.forward(ids, ti.ablate(two, 0, head, 2), 2), atol=1e-6)
 
 
-def test_removing_block_1s_head_from_keys_only_is_written_out_by_hand():
-    """Block 2's keys from the stream less block 1's head's output; its queries and values,
-    and the residual stream, from the whole stream."""
-    params, (rows, where) = trained_pair()
-    ids = ti.as_batch(rows)[0][:3]
+def two_blocks_by_hand(params, ids, keys_less_head=False, keep=1):
+    """Two attention-only blocks of one head each, written out: (logits, block 2's weights).
+    keys_less_head: block 2's keys from the stream less block 1's head's output. keep: what
+    block 1's attention weights are multiplied by, entry by entry, before they weigh its values."""
     b1, b2 = params["blocks"]
     n = ids.shape[1]
     causal = np.tril(np.ones((n, n), bool))
@@ -201,17 +203,29 @@ def test_removing_block_1s_head_from_keys_only_is_written_out_by_hand():
 
     x = params["wte"][ids] + params["wpe"][:n]
     q, k, v = np.split(ln(x, b1["ln_1"]) @ b1["attn"]["c_attn"]["w"] + b1["attn"]["c_attn"]["b"], 3, -1)
-    head = soft(q @ k.swapaxes(1, 2) / np.sqrt(q.shape[-1])) @ v @ b1["attn"]["c_proj"]["w"]
+    head = soft(q @ k.swapaxes(1, 2) / np.sqrt(q.shape[-1])) * keep @ v @ b1["attn"]["c_proj"]["w"]
     h = x + head + b1["attn"]["c_proj"]["b"]
     w, b, d = b2["attn"]["c_attn"]["w"], b2["attn"]["c_attn"]["b"], h.shape[-1]
     q2 = ln(h, b2["ln_1"]) @ w[:, :d] + b[:d]
-    k2 = ln(h - head, b2["ln_1"]) @ w[:, d:2 * d] + b[d:2 * d]
+    k2 = ln(h - head if keys_less_head else h, b2["ln_1"]) @ w[:, d:2 * d] + b[d:2 * d]
     v2 = ln(h, b2["ln_1"]) @ w[:, 2 * d:] + b[2 * d:]
     att = soft(q2 @ k2.swapaxes(1, 2) / np.sqrt(d))
     y = h + att @ v2 @ b2["attn"]["c_proj"]["w"] + b2["attn"]["c_proj"]["b"]
-    logits, weights = ti.composed_forward(params, ids, removed="k")
-    assert np.allclose(weights[0], att, atol=1e-5)
-    assert np.allclose(logits, ln(y, params["ln_f"]) @ params["w_u"], atol=1e-4)
+    return ln(y, params["ln_f"]) @ params["w_u"], att
+
+
+def test_block_1s_head_out_of_block_2s_keys_or_kept_to_its_weight_one_back_is_written_out_by_hand():
+    params, (rows, where) = trained_pair()
+    ids = ti.as_batch(rows)[0][:3]
+    one = np.eye(ids.shape[1], k=-1)
+    assert np.array_equal(ti.one_back(np.ones((5, 5))), np.eye(5, k=-1))
+    for (logits, weights), by_hand_options in [
+            (ti.composed_forward(params, ids, removed="k"), {"keys_less_head": True}),
+            (ti.edited_forward(params, ids, ti.one_back), {"keep": one}),
+            (ti.edited_forward(params, ids, lambda w: w - ti.one_back(w)), {"keep": 1 - one})]:
+        want_logits, want_weights = two_blocks_by_hand(params, ids, **by_hand_options)
+        assert np.allclose(weights[0], want_weights, atol=1e-5)
+        assert np.allclose(logits, want_logits, atol=1e-4)
     with pytest.raises(ValueError, match="'q', 'k' and 'v'"):
         ti.composed_forward(params, ids, removed="x")
 
@@ -342,6 +356,8 @@ def test_the_sweep_says_what_the_lab_says():
         c = r["composition"]
         assert c["k"][0] > 1 and c["k"][1] < 0.3 and max(c["q"][0], c["v"][0]) < 0.1
         assert r["ov"]["margin"] > 1 and r["ov"]["top"] > 0.9
+        only, without = r["one_back"]["only"], r["one_back"]["without"]    # block 2 reads the quarter
+        assert only[1] > 0.8 and only[0] < 2.0 < guess < without[0] and without[1] < 0.1
     two, one = (sorted(runs(s), key=lambda r: r["seed"]) for s in ("two blocks", "one block"))
     assert ti.mcnemar_exact([copies(r) for r in two], [copies(r) for r in one])[2] < 0.01
     assert all(r["fall"] is not None and r["fall"] < r["drop"] for r in copying)
@@ -440,6 +456,15 @@ def test_the_pages_numbers_from_the_live_run_are_the_shipped_models():
         got = re.search(rf"taken out [^:]*{label}[^:]*: second copy ([\d.]+) nats, block 2's induction score ([\d.]+)", shown)
         assert float(got.group(1)) == pytest.approx(parts[removed][0], abs=0.006)
         assert float(got.group(2)) == pytest.approx(parts[removed][1], abs=0.006)
+    shown = text["edits = ti.one_back_losses(params, test_rows, test_where)"]
+    n = ti.COPY_N_CTX
+    for label, keep in [("only its weight one back", np.eye(n, k=-1)), ("all but its weight one back", 1 - np.eye(n, k=-1))]:
+        got = re.search(rf"keeping {label}: second copy ([\d.]+) nats, block 2's induction score ([\d.]+)", shown)
+        logits, weights = two_blocks_by_hand(params, ids, keep=keep)
+        p = np.exp(logits - logits.max(-1, keepdims=True))
+        losses = -np.log(np.take_along_axis(p / p.sum(-1, keepdims=True), targets[..., None], -1)[..., 0])
+        assert float(got.group(1)) == pytest.approx(losses[ti.second_copy_mask(test_where)].mean(), abs=0.006)
+        assert float(got.group(2)) == pytest.approx(ti.induction_score(weights, test_where), abs=0.006)
     shown = text["ov = ti.ov_copying(params, test_rows, test_where)"]
     ov = ti.ov_copying(params, test_rows, test_where)
     got = re.search(r"([\d.]+) of its attention.*raises that source's id ([\d.]+) nats.*at (\d+)% of", shown)

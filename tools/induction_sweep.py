@@ -14,9 +14,10 @@ Every finished model is measured on held-out rows of other_rows (seeded MEASURE_
 never trained on): the second copy's loss with the filler first, with the block first,
 and on both kinds mixed, and, on the mixed rows, each head's previous-token and
 induction scores, the second copy's loss with that head switched off, and, for two
-blocks, block 1's head written out of block 2's queries, keys or values only, and block
-2's head's OV circuit. Everything goes to data/induction_sweep.json, which
-notebooks/10_induction.ipynb reads and tests/test_lab10.py checks by training one run again.
+blocks, block 1's head written out of block 2's queries, keys or values only, block 1's
+head keeping only its weight one back or all but it, and block 2's head's OV circuit.
+Everything goes to data/induction_sweep.json, which notebooks/10_induction.ipynb reads
+and tests/test_lab10.py checks by training one run again.
 
     python tools/induction_sweep.py                    # the lab's sweep (some minutes)
     python tools/induction_sweep.py --seeds 2 --steps 200 --out /tmp/small.json
@@ -117,6 +118,7 @@ def one_run(seed, setting, steps):
     if options.get("n_layer") == 2:
         out["composition"] = {k: rounded(v) for k, v in ti.composition_losses(params, rows, where).items()}
         out["ov"] = {k: round(v, 4) for k, v in ti.ov_copying(params, rows, where).items()}
+        out["one_back"] = {k: rounded(v) for k, v in ti.one_back_losses(params, rows, where).items()}
     if "lengths" in options:                # measured on its own rows too
         out["own_second"] = round(ti.copy_losses(params, n_head, *held_out("either", options["lengths"]))[1], 4)
     return out
