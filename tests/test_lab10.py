@@ -436,6 +436,10 @@ def test_the_pages_numbers_from_the_live_run_are_the_shipped_models():
     for layer in range(2):
         got = re.search(rf"with block {layer + 1}'s head off: ([\d.]+) nats", shown)
         assert float(got.group(1)) == pytest.approx(ablated[layer][0], abs=0.006)
+    shown = text["test_ids = ti.as_batch(test_rows)[0]"]                  # block 2's head off: the bet
+    unread = [sum(p for t, p in enumerate(tm.softmax(by_hand(params, row[:-1], off=[(1, 0)])[1])[i]) if t not in row[:i + 1])
+              for row, (l, s1, s2) in zip(test_rows[:64], test_where[:64]) for i in range(s2, s2 + l - 1)]
+    assert float(re.search(r"([\d.]+) of the probability", shown).group(1)) == pytest.approx(np.mean(unread), abs=0.03)
     shown = text["without = ti.head_scores(ti.ablate(params, 0, 0, 1), 1, test_rows, test_where)"]
     got = re.search(r"([\d.]+) with block 1's head on, ([\d.]+) with it off", shown)
     for value, model in zip(got.groups(), [params, ti.ablate(params, 0, 0, 1)]):     # on 64 of the rows

@@ -530,7 +530,7 @@ def _score_question():
     rows = "; ".join(f"row {i}: " + " ".join(f"{w:.2f}" for w in row[:i + 1])
                      for i, row in enumerate(_SCORE_WEIGHTS))
     return ("An induction score by hand. A head reads the ids 7 2 11 7 2 11 (a block of l = 3 "
-            "and the block again; the row goes on with 5). Its attention weights, row i for the "
+            "and the block again; the next id is 5). Its attention weights, row i for the "
             "position looking (counting from 0), from column 0 to column i (the later columns "
             f"are 0, masked): {rows}. What is its induction score: the mean, over the second "
             "copy's positions whose next id is predictable, of the weight from i on i − l + 1?")
