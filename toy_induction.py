@@ -349,38 +349,34 @@ def one_back_losses(params, rows, where, n_head=1):
 
 def ov_copying(params, rows, where, layer=1, head=0, n_head=1):
     """Does the head raise the logit of the token it attends to? At each second-copy
-    position i, take the source j the head attends to most and what the head writes from
-    j alone (LN1(x_j) W_V + b_V, times its rows of W_O), and read it as the unembedding
-    does at i (less its mean, divided by the final LayerNorm's std at i, times g, times
-    W_U): each token's logit increase. Returns {"margin": the mean over positions of the
-    source token's increase minus the mean increase of the other tokens, "top": the share
-    of positions where the source token's increase is the largest, "weight": the mean
-    attention on that source}."""
+    position i, take the source j the head attends to most and what the head wrote into the
+    stream at i from j (its weight on j times j's value times its rows of W_O), and compute
+    the logits at i twice, from the final stream as it is and with that write taken out
+    (the final LayerNorm and the unembedding run on both): each token's logit rise is the
+    difference. Returns {"margin": the mean over positions of the source token's rise minus
+    the mean rise of the other tokens, "top": the share of positions where the source
+    token's rise is the largest, "weight": the mean attention on that source}."""
     n_head = check_params(params, n_head)
     check_rows(rows, where, needs_where=True)
     ids = as_batch(rows)[0]
     trace = {}
     forward(ids, params, n_head, trace=trace)
     blk, t = params["blocks"][layer], trace["blocks"][layer]
-    d = t["ln1"].shape[-1]
-    size = d // n_head
-    part = slice(2 * d + head * size, 2 * d + (head + 1) * size)          # the head's W_V
-    values = t["ln1"] @ blk["attn"]["c_attn"]["w"][:, part] + blk["attn"]["c_attn"]["b"][part]
-    writes = values @ blk["attn"]["c_proj"]["w"][head * size:(head + 1) * size]    # [B, n, d]
-    y = trace["y"]
-    std = np.sqrt(y.var(-1) + 1e-5)                                     # ln_f's, at each i
-    w_u = params["w_u"] if "w_u" in params else params["wte"].T
-    margins, tops, held = [], [], []
-    weights = t["heads"][head]["weights"]
-    for r, i in zip(*np.nonzero(second_copy_mask(where))):
-        j = int(np.argmax(weights[r, i]))
-        o = writes[r, j]
-        rise = ((o - o.mean()) / std[r, i] * params["ln_f"]["g"]) @ w_u           # [V]
-        source = ids[r, j]
-        margins.append(rise[source] - np.delete(rise, source).mean())
-        tops.append(rise[source] > np.delete(rise, source).max())
-        held.append(weights[r, i, j])
-    return {"margin": float(np.mean(margins)), "top": float(np.mean(tops)),
+    size = t["ln1"].shape[-1] // n_head
+    weights, values = t["heads"][head]["weights"], t["heads"][head]["v"]       # [B, n, n], [B, n, d_head]
+    w_o = blk["attn"]["c_proj"]["w"][head * size:(head + 1) * size]
+    r, i = np.nonzero(second_copy_mask(where))                                  # every second-copy position
+    j = weights[r, i].argmax(-1)                                                # the source each looks at most
+    held = weights[r, i, j]
+    write = held[:, None] * values[r, j] @ w_o                                  # [m, d]: from j into i
+    final = trace["y"][r, i]                                                    # [m, d]: the final stream at i
+    rise = (unembed(layer_norm(final, **params["ln_f"]), params)
+            - unembed(layer_norm(final - write, **params["ln_f"]), params))     # [m, V]
+    source = ids[r, j]
+    own = rise[np.arange(len(r)), source]
+    others = np.where(np.arange(rise.shape[1]) == source[:, None], -np.inf, rise)
+    rest_mean = (rise.sum(-1) - own) / (rise.shape[1] - 1)
+    return {"margin": float(np.mean(own - rest_mean)), "top": float(np.mean(own > others.max(-1))),
             "weight": float(np.mean(held))}
 
 

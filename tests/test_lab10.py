@@ -254,22 +254,25 @@ def test_mcnemar_is_the_two_sided_binomial_of_the_discordant_seeds():
 
 
 def ov_by_hand(params, rows, where):
+    """The source's logit rise over the others' when block 2's head's write from it is taken out
+    of the final stream at i, through the final LayerNorm and W_U, one position at a time."""
     trace = {}
     ids = ti.as_batch(rows)[0]
     tm.forward(ids, params, 1, trace=trace)
     b2, t2 = params["blocks"][1], trace["blocks"][1]
     d = params["wte"].shape[1]
+    logits = lambda x: ref.layer_norm(x, params["ln_f"]) @ params["w_u"]
     margins = []
     for r, i in zip(*np.nonzero(ti.second_copy_mask(where))):
-        j = int(np.argmax(t2["heads"][0]["weights"][r, i]))
-        o = (t2["ln1"][r, j] @ b2["attn"]["c_attn"]["w"][:, 2 * d:] + b2["attn"]["c_attn"]["b"][2 * d:]) @ b2["attn"]["c_proj"]["w"]
-        y = trace["y"][r, i]
-        rise = (o - o.mean()) / np.sqrt(y.var() + 1e-5) * params["ln_f"]["g"] @ params["w_u"]
+        weights = t2["heads"][0]["weights"][r, i]
+        j = int(np.argmax(weights))
+        value = t2["ln1"][r, j] @ b2["attn"]["c_attn"]["w"][:, 2 * d:] + b2["attn"]["c_attn"]["b"][2 * d:]
+        rise = logits(trace["y"][r, i]) - logits(trace["y"][r, i] - weights[j] * value @ b2["attn"]["c_proj"]["w"])
         margins.append(rise[ids[r, j]] - np.delete(rise, ids[r, j]).mean())
     return np.mean(margins)
 
 
-def test_ov_copying_reads_the_attended_sources_write_through_the_unembedding():
+def test_ov_copying_takes_the_attended_sources_write_out_of_the_final_stream():
     params, (rows, where) = trained_pair()
     ov = ti.ov_copying(params, rows, where)
     assert ov["margin"] == pytest.approx(ov_by_hand(params, rows, where), rel=1e-5)
