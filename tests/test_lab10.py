@@ -347,7 +347,7 @@ def test_the_sweep_says_what_the_lab_says():
         for place in ("filler first", "block first", "both"):
             assert sum(copies(r, place) for r in runs(setting)) >= 9, (setting, place)
     for setting in ("one block", "one block, two heads"):             # no seed copies
-        assert all(1.0 < r["final"]["both"] < guess for r in runs(setting)), setting
+        assert all(ti.FALL_LEVEL < r["final"]["both"] < guess for r in runs(setting)), setting
     assert all(r["own_second"] < r["final_second"] for r in runs("one block, l = 8 only"))
     copying = [r for r in runs("two blocks") if copies(r)]
     assert all(r["induction"][1][0] > 0.85 > 0.2 > r["induction"][0][0] for r in copying)
