@@ -606,11 +606,10 @@ code_exercise(
     return float(weights[..., i, i - 1].mean())  # every row's weight on the position before''')
 
 
-_WHY_RIGHT = ("Yes: each position's key could then carry the id before it, so one head could look "
-              "for the key whose previous id is the current one, and copy the id found there.")
+_WHY_RIGHT = "Yes: each key could then carry the id before it, for one head to match against the current id."
 _WHY = [
-    "No: one attention-only block can never copy, whatever each position holds.",
-    "No: the causal mask hides the first copy from the positions of the second.",
+    "No: one attention-only block can never copy, whatever each position holds in its input.",
+    "No: the causal mask hides the first copy from the positions of the second copy.",
     _WHY_RIGHT,
     "Only with an MLP after its attention: attention can average vectors, not copy an id.",
 ]
