@@ -493,7 +493,7 @@ def test_every_figure_the_prose_quotes_is_printed_by_a_cell():
         return any(len(x.split(".")[1]) >= k and f"{float(x):.{k}f}" == figure for x in shown)
     ids = [int(t) for t in re.search(r"ids: +([\d ]+)\n", printed).group(1).split()]   # section 1's row
     l, s1, s2 = map(int, re.search(r"length l = (\d+): first copy at positions (\d+)–\d+, second at (\d+)", printed).groups())
-    assert (s1 + l - 1, ids[s2], s1) == (8, 12, 1) and ids[s1] == 12        # "position 8, whose next id, 12, ..."
+    assert (s1 + l - 1, ids[s2], s1, ids[s2 + 1], ids[2]) == (8, 12, 1, 8, 8) and ids[s1] == 12   # as the prose says
     for cell in nb["cells"]:
         if cell["cell_type"] != "markdown" or "".join(cell["source"]).startswith("## 8 In a real model"):
             continue                        # that section is the literature's (heads named 5.5, ...)
