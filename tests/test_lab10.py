@@ -494,6 +494,7 @@ def test_every_figure_the_prose_quotes_is_printed_by_a_cell():
     ids = [int(t) for t in re.search(r"ids: +([\d ]+)\n", printed).group(1).split()]   # section 1's row
     l, s1, s2 = map(int, re.search(r"length l = (\d+): first copy at positions (\d+)–\d+, second at (\d+)", printed).groups())
     assert (s1 + l - 1, ids[s2], s1, ids[s2 + 1], ids[2]) == (8, 12, 1, 8, 8) and ids[s1] == 12   # as the prose says
+    assert (l, ids[10], ids[10 - l + 1], ids[11]) == (8, 8, 10, 10)                          # "from position 10 ... 3"
     for cell in nb["cells"]:
         if cell["cell_type"] != "markdown" or "".join(cell["source"]).startswith("## 8 In a real model"):
             continue                        # that section is the literature's (heads named 5.5, ...)
