@@ -244,12 +244,19 @@ def attention_by_offset(weights):
 # keeps it everywhere but edits the head's attention weights (one_back: only its weight on
 # the position before).
 
-def _head_writes(trace, blk, head, n_head):
-    """What one head wrote into the residual stream, from a block's trace: its output
-    times its rows of W_O, [B, n, d] (the block's bias b_O is no head's)."""
+def _head_write(out, blk, head, n_head):
+    """What one head writes into the residual stream from its output (its weighted sum of
+    values, [..., d_head]): the output times its rows of W_O, [..., d] (the block's bias b_O
+    is no head's)."""
     w_o = blk["attn"]["c_proj"]["w"]
     size = w_o.shape[0] // n_head
-    return trace["heads"][head]["out"] @ w_o[head * size:(head + 1) * size]
+    return out @ w_o[head * size:(head + 1) * size]
+
+
+def _second_copy_loss(logits, targets, where):
+    """The mean of -ln p(target) over the second copy's predictable positions."""
+    losses = -np.take_along_axis(log_softmax(logits), targets[..., None], axis=-1)[..., 0]
+    return float(losses[second_copy_mask(where)].mean())
 
 
 def composed_forward(params, ids, removed=(), n_head=1, head=0):
@@ -266,7 +273,7 @@ def composed_forward(params, ids, removed=(), n_head=1, head=0):
     trace = {}
     forward(ids, params, n_head, trace=trace)                   # block 1, through the course's own
     x = trace["blocks"][0]["y"]                                 # the stream after block 1
-    without = x - _head_writes(trace["blocks"][0], first, head, n_head)
+    without = x - _head_write(trace["blocks"][0]["heads"][head]["out"], first, head, n_head)
     w, b, d = second["attn"]["c_attn"]["w"], second["attn"]["c_attn"]["b"], x.shape[-1]
     q, k, v = (linear(layer_norm(without if part in removed else x, **second["ln_1"]),
                       w[:, i * d:(i + 1) * d], b[i * d:(i + 1) * d]) for i, part in enumerate("qkv"))
@@ -286,9 +293,7 @@ def composition_losses(params, rows, where, n_head=1):
     out = {}
     for removed in ("", "q", "k", "v"):
         logits, weights = composed_forward(params, ids, removed, n_head)
-        losses = -np.take_along_axis(log_softmax(logits), targets[..., None], axis=-1)[..., 0]
-        out[removed or "none"] = (float(losses[second_copy_mask(where)].mean()),
-                                  induction_score(weights[0], where))
+        out[removed or "none"] = (_second_copy_loss(logits, targets, where), induction_score(weights[0], where))
     return out
 
 
@@ -307,15 +312,13 @@ def edited_forward(params, ids, edit, n_head=1, head=0):
     trace = {}
     forward(ids, params, n_head, trace=trace)
     t = trace["blocks"][0]
-    w_o = first["attn"]["c_proj"]["w"]
-    size = w_o.shape[0] // n_head
     weights = t["heads"][head]["weights"]
     new = edit(weights)
     raise_unless(np.shape(new) == weights.shape, "edited_forward",
                  f"edit returns weights of the shape it is given, {weights.shape}")
     edited = np.asarray(new) @ t["heads"][head]["v"]                             # [B, n, d_head]
     # the stream after block 1, with the head's write replaced by the edited one
-    x = t["y"] + (edited - t["heads"][head]["out"]) @ w_o[head * size:(head + 1) * size]
+    x = t["y"] + _head_write(edited - t["heads"][head]["out"], first, head, n_head)
     second_trace = {}
     y = block(x, second, n_head, trace=second_trace)
     logits = unembed(layer_norm(y, **params["ln_f"]), params)
@@ -340,8 +343,7 @@ def one_back_losses(params, rows, where, n_head=1):
     out = {}
     for which, edit in [("only", one_back), ("without", lambda w: w - one_back(w))]:
         logits, weights = edited_forward(params, ids, edit, n_head)
-        losses = -np.take_along_axis(log_softmax(logits), targets[..., None], axis=-1)[..., 0]
-        out[which] = (float(losses[second_copy_mask(where)].mean()), induction_score(weights[0], where))
+        out[which] = (_second_copy_loss(logits, targets, where), induction_score(weights[0], where))
     return out
 
 
@@ -362,13 +364,11 @@ def ov_copying(params, rows, where, layer=1, head=0, n_head=1):
     trace = {}
     forward(ids, params, n_head, trace=trace)
     blk, t = params["blocks"][layer], trace["blocks"][layer]
-    size = t["ln1"].shape[-1] // n_head
     weights, values = t["heads"][head]["weights"], t["heads"][head]["v"]       # [B, n, n], [B, n, d_head]
-    w_o = blk["attn"]["c_proj"]["w"][head * size:(head + 1) * size]
     r, i = np.nonzero(second_copy_mask(where))                                  # every second-copy position
     j = weights[r, i].argmax(-1)                                                # the source each looks at most
     held = weights[r, i, j]
-    write = held[:, None] * values[r, j] @ w_o                                  # [m, d]: from j into i
+    write = _head_write(held[:, None] * values[r, j], blk, head, n_head)      # [m, d]: from j into i
     final = trace["y"][r, i]                                                    # [m, d]: the final stream at i
     rise = (unembed(layer_norm(final, **params["ln_f"]), params)
             - unembed(layer_norm(final - write, **params["ln_f"]), params))     # [m, V]

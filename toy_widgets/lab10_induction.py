@@ -313,7 +313,7 @@ def head_switches(params, rows, where, n_head=1, off=()):
                   color=[ORANGE if p else BLUE for p in predictable])
     ax.axhline(LN_V, color=GREY, linestyle="--", linewidth=1)
     ax.set_xticks(range(len(ids)), [str(i) for i in ids])
-    ax.set_xlabel("the id read at each position of the row" + (" shown" if len(rows) == 1 else ": the first"))
+    ax.set_xlabel("the id read at each position of the row" + ("" if len(rows) == 1 else " (the first row given)"))
     ax.set_ylabel("−ln p(next id), nats")
     ax.legend(handles=[Patch(color=ORANGE), Patch(color=BLUE), ax.lines[0]],
               labels=["second copy", "other positions", f"blind guess, ln {ti.COPY_VOCAB} = {fmt(LN_V, 2)}"],
